@@ -1,0 +1,59 @@
+// CJPEG: libjpeg-turbo behind setjmp. libjpeg's default error handler calls exit(),
+// so every call that can fail goes through a function here that traps the error
+// with setjmp and returns 0 on success or -1 with `message` filled in.
+#ifndef CJPEG_H
+#define CJPEG_H
+
+// jpeglib.h uses size_t and FILE without including their headers.
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <jpeglib.h>
+
+/// Copies up to `capacity` bytes into `buffer` and returns how many; 0 means the data ended.
+typedef size_t (*cjpeg_read_fn)(void *context, uint8_t *buffer, size_t capacity);
+
+/// Consumes `count` bytes; returns 0 on success, non-zero when they could not be written.
+typedef int (*cjpeg_write_fn)(void *context, const uint8_t *buffer, size_t count);
+
+typedef struct cjpeg_decoder {
+    /// First member, so libjpeg's `j_common_ptr` is also a pointer to this struct.
+    struct jpeg_decompress_struct cinfo;
+    struct jpeg_error_mgr error;
+    struct jpeg_source_mgr source;
+    struct jpeg_progress_mgr progress;
+    jmp_buf jump;
+    /// Input: either `memory` (the whole file) or `read` filling `buffer`.
+    const uint8_t *memory;
+    size_t memory_size;
+    cjpeg_read_fn read;
+    void *context;
+    uint8_t *buffer;
+    size_t buffer_capacity;
+    /// Set when the data ended before the decoder was done with it.
+    int reached_end_of_data;
+    /// Abort when a progressive file has more scans than this (0: no limit).
+    int max_scans;
+    int exceeded_max_scans;
+    /// Warnings libjpeg raised (corrupt data it could step over).
+    unsigned warnings;
+    char message[JMSG_LENGTH_MAX];
+} cjpeg_decoder;
+
+/// Prepares `decoder` to read either `memory` (when non-NULL) or through `read`,
+/// which fills `buffer` (`capacity` bytes, owned by the caller). APP1 (EXIF) and
+/// APP2 (ICC) markers are kept for the caller.
+int cjpeg_decoder_init(cjpeg_decoder *decoder,
+                       const uint8_t *memory, size_t memory_size,
+                       cjpeg_read_fn read, void *context, uint8_t *buffer, size_t capacity);
+void cjpeg_decoder_destroy(cjpeg_decoder *decoder);
+
+int cjpeg_read_header(cjpeg_decoder *decoder);
+int cjpeg_calc_output_dimensions(cjpeg_decoder *decoder);
+int cjpeg_start_decompress(cjpeg_decoder *decoder);
+/// Reads up to `max_rows` rows; `rows_read` says how many arrived.
+int cjpeg_read_scanlines(cjpeg_decoder *decoder, uint8_t **rows, uint32_t max_rows, uint32_t *rows_read);
+int cjpeg_finish_decompress(cjpeg_decoder *decoder);
+
+#endif

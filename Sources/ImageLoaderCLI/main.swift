@@ -1,0 +1,3 @@
+import RasterImage
+
+print(try ImageDecoder().info(.file(path: CommandLine.arguments[1])))

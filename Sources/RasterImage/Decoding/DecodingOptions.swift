@@ -1,0 +1,76 @@
+/// Bounds on what a decode may read and allocate. Every decoder checks them against
+/// the header before it allocates pixels, so hostile files fail fast with
+/// ``ImageDecodingError``.
+///
+/// The defaults suit untrusted input on a server: about 100 megapixels per frame
+/// (400 MB decoded), 2,000 frames and 512 MiB over all frames of an animation,
+/// 256 MiB of input, 500 progressive JPEG scans.
+///
+/// ```swift
+/// var options = DecodingOptions()
+/// options.limits.maxPixelsPerFrame = 24_000_000    // phone photos only
+/// let image = try ImageDecoder(options: options).decode(.data(data))
+/// ```
+public struct DecodingLimits: Sendable, Hashable {
+    /// Most pixels in one frame, or in an animation's canvas.
+    public var maxPixelsPerFrame: Int = 100_000_000
+    /// Most frames in an animation (every frame is counted, decoded or not).
+    public var maxFrames: Int = 2_000
+    /// Most decoded bytes over all the frames a decode returns.
+    public var maxTotalBytes: Int = 512 << 20
+    /// Most bytes of input.
+    public var maxInputBytes: Int = 256 << 20
+    /// Most scans in a progressive JPEG; each costs a pass over the whole image.
+    public var maxProgressiveScans: Int = 500
+
+    public init() {}
+
+    /// Throws unless a frame of this size is allowed.
+    func check(width: Int, height: Int, format: ImageFormat) throws {
+        let (pixels, overflow) = width.multipliedReportingOverflow(by: height)
+        guard width > 0, height > 0, !overflow, pixels <= maxPixelsPerFrame else {
+            throw ImageDecodingError(
+                .tooManyPixels(width: width, height: height, limit: maxPixelsPerFrame), format: format)
+        }
+    }
+
+    /// Throws unless `frames` frames of `frameBytes` each are allowed.
+    func check(frames: Int, frameBytes: Int, format: ImageFormat) throws {
+        guard frames <= maxFrames else { throw ImageDecodingError(.tooManyFrames(limit: maxFrames), format: format) }
+        let (total, overflow) = frames.multipliedReportingOverflow(by: frameBytes)
+        guard !overflow, total <= maxTotalBytes else {
+            throw ImageDecodingError(
+                .tooManyBytes(bytes: overflow ? Int.max : total, limit: maxTotalBytes), format: format)
+        }
+    }
+}
+
+/// Which frames of an animation (or pages of a TIFF) a decode returns.
+public enum FrameSelection: Sendable, Hashable {
+    /// The first frame only: the cheapest decode, and what a thumbnail shows.
+    case first
+    /// Every frame. For a TIFF, every page, when all pages have the first page's size.
+    case all
+    /// Frame (or TIFF page) `n`, counting from 0, composited as it would be shown.
+    case index(Int)
+}
+
+/// How ``ImageDecoder`` decodes.
+public struct DecodingOptions: Sendable, Hashable {
+    /// Bounds checked before any large allocation.
+    public var limits = DecodingLimits()
+    /// The frames to decode. Default: all of them, so an animation stays animated.
+    public var frames: FrameSelection = .all
+    /// When `true`, data that ends early yields the part that was decoded (the rest
+    /// transparent, or grey for JPEG) instead of ``ImageDecodingError/Reason/truncated``.
+    /// WebP, whose library decodes only whole files, still throws.
+    public var allowsTruncatedData = false
+
+    public init(
+        limits: DecodingLimits = DecodingLimits(), frames: FrameSelection = .all, allowsTruncatedData: Bool = false
+    ) {
+        self.limits = limits
+        self.frames = frames
+        self.allowsTruncatedData = allowsTruncatedData
+    }
+}

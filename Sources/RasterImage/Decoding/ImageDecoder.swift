@@ -1,0 +1,185 @@
+/// What a header says about an image, read without decoding its pixels.
+public struct ImageInfo: Sendable, Hashable {
+    /// The format, from the bytes' signature.
+    public let format: ImageFormat
+    /// Width in pixels (the canvas, for an animation; the first page, for a TIFF).
+    public let width: Int
+    /// Height in pixels.
+    public let height: Int
+    /// Frames of an animation, pages of a TIFF, otherwise 1.
+    public let frameCount: Int
+    /// Whether the image can have transparent pixels.
+    public let hasAlpha: Bool
+    /// The EXIF or TIFF orientation.
+    public let orientation: Orientation
+    /// How many times an animation plays (0: forever).
+    public let loopCount: Int
+    /// The embedded ICC profile, when the header carries one.
+    public let iccProfile: [UInt8]?
+
+    /// The format's media type, `image/png` and so on.
+    public var contentType: String { format.contentType }
+
+    public init(
+        format: ImageFormat, width: Int, height: Int, frameCount: Int = 1, hasAlpha: Bool,
+        orientation: Orientation = .up, loopCount: Int = 1, iccProfile: [UInt8]? = nil
+    ) {
+        self.format = format
+        self.width = width
+        self.height = height
+        self.frameCount = frameCount
+        self.hasAlpha = hasAlpha
+        self.orientation = orientation
+        self.loopCount = loopCount
+        self.iccProfile = iccProfile
+    }
+}
+
+/// Turns encoded bytes into a ``RasterImage``. The seam for custom decoders: the
+/// loader takes any `ImageDecoding`.
+public protocol ImageDecoding: Sendable {
+    /// Decodes the image in `source`.
+    func decode(_ source: ImageSource, options: DecodingOptions) throws(ImageDecodingError) -> RasterImage
+    /// Reads the header of the image in `source` without decoding its pixels.
+    func info(_ source: ImageSource, options: DecodingOptions) throws(ImageDecodingError) -> ImageInfo
+}
+
+/// Decodes PNG, JPEG, GIF, TIFF, WebP and BMP, choosing the decoder from the bytes'
+/// signature (never from a file name or a declared type). Safe to use from many
+/// tasks at once: every decode has its own state.
+///
+/// ```swift
+/// let decoder = ImageDecoder()
+/// let image = try decoder.decode(.file(path: "animation.gif"))
+/// print(image.frames.count, image.loopCount)
+///
+/// let header = try decoder.info(.data(data))       // no pixels decoded
+/// print(header.width, header.height, header.contentType)
+/// ```
+public struct ImageDecoder: ImageDecoding {
+    /// Options used by the calls that do not take their own.
+    public var options: DecodingOptions
+
+    public init(options: DecodingOptions = DecodingOptions()) {
+        self.options = options
+    }
+
+    /// Decodes the image with ``options``.
+    public func decode(_ source: ImageSource) throws(ImageDecodingError) -> RasterImage {
+        try decode(source, options: options)
+    }
+
+    public func decode(_ source: ImageSource, options: DecodingOptions) throws(ImageDecodingError) -> RasterImage {
+        try ImageDecoder.run(source, options.limits) { reader, decoder in
+            try decoder.decode(reader, options: options)
+        }
+    }
+
+    /// Reads the header with ``options``' limits.
+    public func info(_ source: ImageSource) throws(ImageDecodingError) -> ImageInfo {
+        try info(source, options: options)
+    }
+
+    public func info(_ source: ImageSource, options: DecodingOptions) throws(ImageDecodingError) -> ImageInfo {
+        try ImageDecoder.run(source, options.limits) { reader, decoder in
+            try decoder.info(reader, limits: options.limits)
+        }
+    }
+
+    /// Every page of a multi-page TIFF, each its own image with its own size; for
+    /// other formats, the one image ``decode(_:)`` returns.
+    ///
+    /// ```swift
+    /// for page in try ImageDecoder().decodePages(.file(path: "scan.tiff")) { ... }
+    /// ```
+    public func decodePages(_ source: ImageSource) throws(ImageDecodingError) -> [RasterImage] {
+        try ImageDecoder.run(source, options.limits) { reader, decoder in
+            if decoder is TIFFDecoder.Type { return try TIFFDecoder.decodePages(reader, options: options) }
+            return [try decoder.decode(reader, options: options)]
+        }
+    }
+
+    /// The format of the bytes in `source`, from their signature, or `nil`.
+    public func format(of source: ImageSource) throws(ImageDecodingError) -> ImageFormat? {
+        try ImageDecoder.convertingErrors {
+            try source.withReader(limits: options.limits) { reader in
+                ImageFormat.sniff(reader.bytes(at: 0, count: ImageFormat.sniffLength))
+            }
+        }
+    }
+
+    static func decoder(for format: ImageFormat) -> any FormatDecoder.Type {
+        switch format {
+        case .png: PNGDecoder.self
+        case .jpeg: JPEGDecoder.self
+        case .gif: GIFDecoder.self
+        case .tiff: TIFFDecoder.self
+        case .webp: WebPDecoder.self
+        case .bmp: BMPDecoder.self
+        }
+    }
+
+    private static func run<R>(
+        _ source: ImageSource, _ limits: DecodingLimits,
+        _ body: (ByteReader, any FormatDecoder.Type) throws -> R
+    ) throws(ImageDecodingError) -> R {
+        try convertingErrors {
+            try source.withReader(limits: limits) { reader in
+                guard let format = ImageFormat.sniff(reader.bytes(at: 0, count: ImageFormat.sniffLength)) else {
+                    throw ImageDecodingError(.unrecognizedFormat)
+                }
+                return try body(reader, decoder(for: format))
+            }
+        }
+    }
+
+    /// The decoders throw only ``ImageDecodingError``; this gives the public API its typed throws.
+    static func convertingErrors<R>(_ body: () throws -> R) throws(ImageDecodingError) -> R {
+        do {
+            return try body()
+        } catch let error as ImageDecodingError {
+            throw error
+        } catch {
+            throw ImageDecodingError(.corrupt, message: String(describing: error))
+        }
+    }
+}
+
+/// One format's decoder. Each reads from a ``ByteReader`` and throws only ``ImageDecodingError``.
+protocol FormatDecoder {
+    static var format: ImageFormat { get }
+    static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo
+    static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage
+}
+
+extension FrameSelection {
+    /// The last frame index a decode must composite, or `nil` for every frame.
+    var lastNeededIndex: Int? {
+        switch self {
+        case .first: 0
+        case .all: nil
+        case .index(let n): n
+        }
+    }
+
+    /// Whether frame `index` is returned.
+    func returns(_ index: Int) -> Bool {
+        switch self {
+        case .first: index == 0
+        case .all: true
+        case .index(let n): index == n
+        }
+    }
+}
+
+/// Allocation of output pixels, written in place by the decoders (no extra copy).
+enum PixelBuffer {
+    /// `count` bytes, uninitialised until `fill` writes them; `fill` must write every byte.
+    static func make(count: Int, _ fill: (UnsafeMutablePointer<UInt8>) throws -> Void) rethrows -> [UInt8] {
+        try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            initialized = 0
+            try fill(buffer.baseAddress!)
+            initialized = count
+        }
+    }
+}

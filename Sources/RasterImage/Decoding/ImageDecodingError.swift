@@ -1,0 +1,84 @@
+/// Why bytes could not be decoded: the reason, the format when it was known, and
+/// the C library's own message when it gave one.
+///
+/// ```swift
+/// do {
+///     _ = try ImageDecoder().decode(.bytes(bytes))
+/// } catch let error {
+///     if case .truncated = error.reason { ... }
+///     print(error)        // one line: "PNG data is truncated (libpng: unexpected end of data)"
+/// }
+/// ```
+public struct ImageDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong.
+    public enum Reason: Sendable, Hashable {
+        /// There were no bytes.
+        case empty
+        /// The bytes do not start with the signature of a supported format.
+        case unrecognizedFormat
+        /// The input is larger than ``DecodingLimits/maxInputBytes``.
+        case inputTooLarge(bytes: Int, limit: Int)
+        /// A frame (or an animation's canvas) has more pixels than
+        /// ``DecodingLimits/maxPixelsPerFrame``, or a dimension that is zero or negative.
+        case tooManyPixels(width: Int, height: Int, limit: Int)
+        /// An animation has more frames than ``DecodingLimits/maxFrames``.
+        case tooManyFrames(limit: Int)
+        /// All frames together would take more than ``DecodingLimits/maxTotalBytes``.
+        case tooManyBytes(bytes: Int, limit: Int)
+        /// The data ends before the image does.
+        case truncated
+        /// The data breaks the format's rules.
+        case corrupt
+        /// Valid, but uses a feature this library does not decode.
+        case unsupported
+        /// A frame (or TIFF page) was asked for that the image does not have.
+        case frameOutOfRange(index: Int, count: Int)
+        /// The file could not be opened or read.
+        case unreadable
+    }
+
+    public let reason: Reason
+    /// The format, when the signature was recognised.
+    public let format: ImageFormat?
+    /// Details: the C library's message, or what exactly was wrong.
+    public let message: String?
+
+    public init(_ reason: Reason, format: ImageFormat? = nil, message: String? = nil) {
+        self.reason = reason
+        self.format = format
+        self.message = message
+    }
+
+    /// One line, suitable for a log or a command's error output.
+    public var description: String {
+        let name = format.map { $0.rawValue.uppercased() } ?? "image"
+        let text: String
+        switch reason {
+        case .empty: text = "no image data (0 bytes)"
+        case .unrecognizedFormat: text = "not a supported image format (PNG, JPEG, GIF, TIFF, WebP or BMP)"
+        case .inputTooLarge(let bytes, let limit): text = "input of \(bytes) bytes exceeds the limit of \(limit) bytes"
+        case .tooManyPixels(let width, let height, let limit):
+            text =
+                width <= 0 || height <= 0
+                ? "\(name) has an invalid size \(width)x\(height)"
+                : "\(name) is \(width)x\(height), more than the limit of \(limit) pixels"
+        case .tooManyFrames(let limit): text = "\(name) has more than \(limit) frames"
+        case .tooManyBytes(let bytes, let limit):
+            text = "\(name) frames need \(bytes) bytes decoded, more than the limit of \(limit)"
+        case .truncated: text = "\(name) data is truncated"
+        case .corrupt: text = "\(name) data is corrupt"
+        case .unsupported: text = "\(name) uses an unsupported feature"
+        case .frameOutOfRange(let index, let count): text = "\(name) has no frame \(index) (it has \(count))"
+        case .unreadable: text = "cannot read the input"
+        }
+        guard let message, !message.isEmpty else { return text }
+        return "\(text) (\(message.replacingNewlines()))"
+    }
+}
+
+extension String {
+    /// The text on one line: newlines become spaces.
+    func replacingNewlines() -> String {
+        String(map { $0.isNewline ? " " : $0 })
+    }
+}

@@ -1,0 +1,192 @@
+import CJPEG
+
+/// JPEG through libjpeg-turbo: baseline and progressive, every subsampling, restart
+/// markers, grayscale, CMYK and Adobe-inverted YCCK (converted to RGB here), with
+/// the EXIF orientation and the ICC profile (APP2, across chunks) read.
+enum JPEGDecoder: FormatDecoder {
+    static let format = ImageFormat.jpeg
+
+    static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
+        let session = try JPEGReadSession(reader, limits: limits)
+        try session.readHeader()
+        let metadata = session.metadata()
+        return ImageInfo(
+            format: .jpeg, width: session.imageWidth, height: session.imageHeight, hasAlpha: false,
+            orientation: metadata.orientation, iccProfile: metadata.iccProfile)
+    }
+
+    static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {
+        if case .index(let n) = options.frames, n != 0 {
+            throw ImageDecodingError(.frameOutOfRange(index: n, count: 1), format: .jpeg)
+        }
+        let session = try JPEGReadSession(reader, limits: options.limits)
+        try session.readHeader()
+        try options.limits.check(width: session.imageWidth, height: session.imageHeight, format: .jpeg)
+        let metadata = session.metadata()
+        try session.start()
+        let (width, height) = (session.outputWidth, session.outputHeight)
+        let bytesPerRow = width * 4
+        let pixels = try PixelBuffer.make(count: bytesPerRow * height) { base in
+            try session.readRows(into: base, bytesPerRow: bytesPerRow, allowsTruncatedData: options.allowsTruncatedData)
+        }
+        return RasterImage(
+            validatedWidth: width, height: height, bytesPerRow: bytesPerRow, frames: [.init(pixels: pixels)],
+            alphaMode: .straight, loopCount: 1, orientation: metadata.orientation,
+            iccProfile: metadata.iccProfile, format: .jpeg, hasAlpha: false)
+    }
+}
+
+/// One libjpeg decompression: owns the C state and turns its failures into ``ImageDecodingError``.
+final class JPEGReadSession {
+    private let state: UnsafeMutablePointer<cjpeg_decoder>
+    private let reader: ByteReader
+    private var inputBuffer: UnsafeMutableRawBufferPointer?
+    private static let inputBufferSize = 64 << 10
+
+    init(_ reader: ByteReader, limits: DecodingLimits) throws {
+        self.reader = reader
+        state = .allocate(capacity: 1)
+        let read: cjpeg_read_fn = { context, buffer, capacity in
+            size_t(ByteReader.from(context).read(into: buffer!, count: Int(capacity)))
+        }
+        let status: Int32
+        if let memory = reader.memory {
+            status = cjpeg_decoder_init(
+                state, memory.baseAddress!.assumingMemoryBound(to: UInt8.self), memory.count, nil, nil, nil, 0)
+        } else {
+            let buffer = UnsafeMutableRawBufferPointer.allocate(
+                byteCount: JPEGReadSession.inputBufferSize, alignment: 16)
+            inputBuffer = buffer
+            status = cjpeg_decoder_init(
+                state, nil, 0, read, reader.context, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                buffer.count)
+        }
+        state.pointee.max_scans = Int32(clamping: limits.maxProgressiveScans)
+        guard status == 0 else {
+            let error = failure()
+            inputBuffer?.deallocate()
+            state.deallocate()
+            throw error
+        }
+    }
+
+    deinit {
+        cjpeg_decoder_destroy(state)
+        state.deallocate()
+        inputBuffer?.deallocate()
+    }
+
+    var imageWidth: Int { Int(state.pointee.cinfo.image_width) }
+    var imageHeight: Int { Int(state.pointee.cinfo.image_height) }
+    var outputWidth: Int { Int(state.pointee.cinfo.output_width) }
+    var outputHeight: Int { Int(state.pointee.cinfo.output_height) }
+    var isProgressive: Bool { state.pointee.cinfo.progressive_mode != 0 }
+    var reachedEndOfData: Bool { state.pointee.reached_end_of_data != 0 }
+
+    /// The libjpeg colour space of the file.
+    var isCMYK: Bool {
+        let space = state.pointee.cinfo.jpeg_color_space
+        return space == JCS_CMYK || space == JCS_YCCK
+    }
+
+    func failure() -> ImageDecodingError {
+        let message = CString.decode(&state.pointee.message)
+        let reason: ImageDecodingError.Reason =
+            state.pointee.exceeded_max_scans != 0 ? .unsupported : reachedEndOfData ? .truncated : .corrupt
+        return ImageDecodingError(reason, format: .jpeg, message: "libjpeg: \(message)")
+    }
+
+    func readHeader() throws {
+        guard cjpeg_read_header(state) == 0 else { throw failure() }
+    }
+
+    /// Chooses the output: RGBA straight from libjpeg, or CMYK converted here.
+    /// `scaleDenominator` asks libjpeg's DCT scaling for 1/2, 1/4 or 1/8 size.
+    func start(scaleDenominator: Int = 1) throws {
+        state.pointee.cinfo.out_color_space = isCMYK ? JCS_CMYK : JCS_EXT_RGBA
+        state.pointee.cinfo.scale_num = 1
+        state.pointee.cinfo.scale_denom = UInt32(scaleDenominator)
+        guard cjpeg_start_decompress(state) == 0 else { throw failure() }
+        guard state.pointee.cinfo.output_components == 4 else {
+            throw ImageDecodingError(.unsupported, format: .jpeg, message: "unexpected output layout")
+        }
+    }
+
+    /// Reads up to `count` rows, the first at `first`, each `bytesPerRow` after the last.
+    /// Returns how many arrived; fewer than asked means the image is complete.
+    func readRows(_ first: UnsafeMutablePointer<UInt8>, count: Int, bytesPerRow: Int) throws -> Int {
+        var rows = (0..<count).map { Optional(first + $0 * bytesPerRow) }
+        var done = 0
+        while done < count && Int(state.pointee.cinfo.output_scanline) < outputHeight {
+            var got: UInt32 = 0
+            let status = rows.withUnsafeMutableBufferPointer { rows in
+                cjpeg_read_scanlines(state, rows.baseAddress! + done, UInt32(count - done), &got)
+            }
+            guard status == 0 else { throw failure() }
+            if got == 0 { break }
+            if isCMYK { convertCMYK(first + done * bytesPerRow, rows: Int(got), bytesPerRow: bytesPerRow) }
+            done += Int(got)
+        }
+        return done
+    }
+
+    /// Reads the whole output into `base`. Data that ends early is an error unless allowed
+    /// (libjpeg then fills the rest with grey).
+    func readRows(into base: UnsafeMutablePointer<UInt8>, bytesPerRow: Int, allowsTruncatedData: Bool) throws {
+        var y = 0
+        let batch = 16
+        while y < outputHeight {
+            let count = min(batch, outputHeight - y)
+            let got = try readRows(base + y * bytesPerRow, count: count, bytesPerRow: bytesPerRow)
+            if got == 0 { break }
+            y += got
+        }
+        if y < outputHeight {
+            (base + y * bytesPerRow).initialize(repeating: 0, count: (outputHeight - y) * bytesPerRow)
+        }
+        if reachedEndOfData && !allowsTruncatedData {
+            throw ImageDecodingError(.truncated, format: .jpeg, message: "libjpeg: premature end of data")
+        }
+    }
+
+    /// CMYK to RGB in place, `(255 - C) * (255 - K) / 255`. Adobe files (and every
+    /// YCCK file) store the inks inverted, which libjpeg leaves as it found them.
+    private func convertCMYK(_ base: UnsafeMutablePointer<UInt8>, rows: Int, bytesPerRow: Int) {
+        let inverted = state.pointee.cinfo.saw_Adobe_marker != 0
+        for y in 0..<rows {
+            ColorConversion.cmykToRGBA(base + y * bytesPerRow, count: outputWidth, inverted: inverted)
+        }
+    }
+
+    /// The orientation from EXIF (APP1) and the ICC profile reassembled from its APP2 chunks.
+    func metadata() -> (orientation: Orientation, iccProfile: [UInt8]?) {
+        var orientation: Orientation?
+        var iccChunks: [Int: [UInt8]] = [:]
+        var iccChunkCount = 0
+        var iccConsistent = true
+        let iccSignature = Array("ICC_PROFILE".utf8) + [0]
+        var marker = state.pointee.cinfo.marker_list
+        while let current = marker {
+            let data = UnsafeBufferPointer(start: current.pointee.data, count: Int(current.pointee.data_length))
+            if current.pointee.marker == JPEG_APP0 + 1, orientation == nil,
+                data.starts(with: Array("Exif".utf8) + [0, 0])
+            {
+                orientation = EXIF.orientation(in: data)
+            } else if current.pointee.marker == JPEG_APP0 + 2, data.count > 14, data.starts(with: iccSignature) {
+                let sequence = Int(data[12])
+                let count = Int(data[13])
+                if iccChunkCount == 0 { iccChunkCount = count }
+                if count != iccChunkCount || sequence == 0 || sequence > count || iccChunks[sequence] != nil {
+                    iccConsistent = false
+                }
+                iccChunks[sequence] = Array(data[14...])
+            }
+            marker = current.pointee.next
+        }
+        var profile: [UInt8]?
+        if iccConsistent, iccChunkCount > 0, iccChunks.count == iccChunkCount {
+            profile = (1...iccChunkCount).flatMap { iccChunks[$0]! }
+        }
+        return (orientation ?? .up, profile)
+    }
+}

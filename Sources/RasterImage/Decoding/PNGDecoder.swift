@@ -1,0 +1,152 @@
+import CPNG
+
+/// PNG through libpng: every colour type and bit depth, palettes with tRNS,
+/// 16-bit scaled to 8 with rounding, Adam7 interlacing; iCCP and eXIf read.
+enum PNGDecoder: FormatDecoder {
+    static let format = ImageFormat.png
+
+    static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
+        let session = try PNGReadSession(reader)
+        let header = try session.readHeader()
+        return ImageInfo(
+            format: .png, width: header.width, height: header.height, hasAlpha: header.hasAlpha,
+            orientation: header.orientation ?? .up, iccProfile: header.iccProfile)
+    }
+
+    static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {
+        let session = try PNGReadSession(reader)
+        let header = try session.readHeader()
+        try options.limits.check(width: header.width, height: header.height, format: .png)
+        if case .index(let n) = options.frames, n != 0 {
+            throw ImageDecodingError(.frameOutOfRange(index: n, count: 1), format: .png)
+        }
+        let passes = try session.startRGBA8()
+        let (width, height) = (header.width, header.height)
+        let bytesPerRow = width * 4
+        var truncated = false
+        let pixels = try PixelBuffer.make(count: bytesPerRow * height) { base in
+            // Interlaced passes fill a row a few pixels at a time: start from transparent.
+            if passes > 1 { base.initialize(repeating: 0, count: bytesPerRow * height) }
+            for _ in 0..<passes {
+                for y in 0..<height {
+                    do {
+                        try session.readRow(into: base + y * bytesPerRow)
+                    } catch let error as ImageDecodingError {
+                        guard options.allowsTruncatedData, error.reason == .truncated else { throw error }
+                        if passes == 1 {
+                            (base + y * bytesPerRow).initialize(repeating: 0, count: bytesPerRow * (height - y))
+                        }
+                        truncated = true
+                        return
+                    }
+                }
+            }
+        }
+        var orientation = header.orientation
+        if !truncated {
+            do {
+                try session.readEnd()
+            } catch let error as ImageDecodingError {
+                if !(options.allowsTruncatedData && error.reason == .truncated) { throw error }
+            }
+            orientation = orientation ?? session.trailingOrientation()
+        }
+        return RasterImage(
+            validatedWidth: width, height: height, bytesPerRow: bytesPerRow, frames: [.init(pixels: pixels)],
+            alphaMode: .straight, loopCount: 1, orientation: orientation ?? .up, iccProfile: header.iccProfile,
+            format: .png, hasAlpha: header.hasAlpha)
+    }
+}
+
+/// One libpng read: owns the C state and turns its failures into ``ImageDecodingError``.
+final class PNGReadSession {
+    struct Header {
+        var width: Int
+        var height: Int
+        var hasAlpha: Bool
+        var interlaced: Bool
+        var orientation: Orientation?
+        var iccProfile: [UInt8]?
+    }
+
+    private let state: UnsafeMutablePointer<cpng_reader>
+    private let reader: ByteReader
+
+    init(_ reader: ByteReader) throws {
+        self.reader = reader
+        state = .allocate(capacity: 1)
+        let read: cpng_read_fn = { context, buffer, count in
+            size_t(ByteReader.from(context).read(into: buffer!, count: Int(count)))
+        }
+        if cpng_reader_init(state, read, reader.context) != 0 {
+            cpng_reader_destroy(state)
+            state.deallocate()
+            throw ImageDecodingError(.corrupt, format: .png, message: "libpng could not start")
+        }
+    }
+
+    deinit {
+        cpng_reader_destroy(state)
+        state.deallocate()
+    }
+
+    private var png: png_structp { state.pointee.png }
+    private var info: png_infop { state.pointee.info }
+
+    private func failure() -> ImageDecodingError {
+        let message = CString.decode(&state.pointee.message)
+        let reason: ImageDecodingError.Reason = state.pointee.reached_end_of_data != 0 ? .truncated : .corrupt
+        return ImageDecodingError(reason, format: .png, message: "libpng: \(message)")
+    }
+
+    func readHeader() throws -> Header {
+        guard cpng_read_info(state) == 0 else { throw failure() }
+        let colorType = Int32(png_get_color_type(png, info))
+        let hasTRNS = png_get_valid(png, info, PNG_INFO_tRNS) != 0
+        return Header(
+            width: Int(png_get_image_width(png, info)),
+            height: Int(png_get_image_height(png, info)),
+            hasAlpha: colorType & PNG_COLOR_MASK_ALPHA != 0 || hasTRNS,
+            interlaced: png_get_interlace_type(png, info) != PNG_INTERLACE_NONE,
+            orientation: exifOrientation(in: info),
+            iccProfile: iccProfile())
+    }
+
+    /// Requests 8-bit RGBA rows; returns the number of interlace passes.
+    func startRGBA8() throws -> Int {
+        var passes: Int32 = 1
+        guard cpng_set_rgba8_output(state, &passes) == 0 else { throw failure() }
+        return Int(passes)
+    }
+
+    func readRow(into row: UnsafeMutablePointer<UInt8>) throws {
+        guard cpng_read_row(state, row) == 0 else { throw failure() }
+    }
+
+    func readEnd() throws {
+        guard cpng_read_end(state) == 0 else { throw failure() }
+    }
+
+    /// An eXIf chunk after the image data.
+    func trailingOrientation() -> Orientation? {
+        exifOrientation(in: state.pointee.end_info)
+    }
+
+    private func exifOrientation(in info: png_infop?) -> Orientation? {
+        var count: png_uint_32 = 0
+        var exif: png_bytep? = nil
+        guard png_get_eXIf_1(png, info, &count, &exif) != 0, let exif, count > 0 else { return nil }
+        return EXIF.orientation(in: UnsafeBufferPointer(start: exif, count: Int(count)))
+    }
+
+    private func iccProfile() -> [UInt8]? {
+        var name: png_charp? = nil
+        var compression: Int32 = 0
+        var profile: png_bytep? = nil
+        var length: png_uint_32 = 0
+        guard png_get_iCCP(png, info, &name, &compression, &profile, &length) != 0, let profile, length > 0 else {
+            return nil
+        }
+        return Array(UnsafeBufferPointer(start: profile, count: Int(length)))
+    }
+}

@@ -1,0 +1,556 @@
+import CTIFF
+
+/// TIFF through libtiff: strips and tiles, contiguous or separate planes, every
+/// codec libtiff has (none, LZW, deflate, PackBits, JPEG, ...), 1 to 16 bits,
+/// gray, RGB, palette and CMYK with or without alpha, converted to RGBA here.
+/// Other layouts (YCbCr without JPEG, CIELab, ...) go through libtiff's
+/// TIFFRGBAImage. The first page by default; any page, or all, on request.
+enum TIFFDecoder: FormatDecoder {
+    static let format = ImageFormat.tiff
+
+    static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
+        let file = try TIFFFile(reader, limits: limits)
+        let pages = try file.pageCount(limits: limits)
+        let page = try file.page()
+        return ImageInfo(
+            format: .tiff, width: page.width, height: page.height, frameCount: pages, hasAlpha: page.alpha != nil,
+            orientation: page.orientation, iccProfile: page.iccProfile)
+    }
+
+    static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {
+        let file = try TIFFFile(reader, limits: options.limits)
+        switch options.frames {
+        case .first:
+            return try file.decodePage(options: options)
+        case .index(let n):
+            let count = try file.pageCount(limits: options.limits)
+            guard n >= 0, n < count else {
+                throw ImageDecodingError(.frameOutOfRange(index: n, count: count), format: .tiff)
+            }
+            try file.select(page: n)
+            return try file.decodePage(options: options)
+        case .all:
+            let pages = try decodeAll(file, options: options)
+            let first = pages[0]
+            guard pages.allSatisfy({ $0.width == first.width && $0.height == first.height }) else {
+                throw ImageDecodingError(
+                    .unsupported, format: .tiff, message: "pages differ in size; decode them with decodePages")
+            }
+            let frames = pages.map {
+                $0.alphaMode == first.alphaMode ? $0.frames[0] : $0.converted(to: first.alphaMode).frames[0]
+            }
+            return first.with(frames: frames)
+        }
+    }
+
+    /// Every page as its own image.
+    static func decodePages(_ reader: ByteReader, options: DecodingOptions) throws -> [RasterImage] {
+        try decodeAll(TIFFFile(reader, limits: options.limits), options: options)
+    }
+
+    private static func decodeAll(_ file: TIFFFile, options: DecodingOptions) throws -> [RasterImage] {
+        let count = try file.pageCount(limits: options.limits)
+        var pages: [RasterImage] = []
+        var total = 0
+        for index in 0..<count {
+            try file.select(page: index)
+            let page = try file.page()
+            try options.limits.check(width: page.width, height: page.height, format: .tiff)
+            total += page.width * page.height * 4
+            if total > options.limits.maxTotalBytes {
+                throw ImageDecodingError(
+                    .tooManyBytes(bytes: total, limit: options.limits.maxTotalBytes), format: .tiff)
+            }
+            pages.append(try file.decodePage(options: options))
+        }
+        return pages
+    }
+}
+
+extension RasterImage {
+    func converted(to mode: AlphaMode) -> RasterImage {
+        mode == .premultiplied ? premultiplied() : straightAlpha()
+    }
+}
+
+/// The layout of one TIFF page (directory), as far as decoding needs it.
+struct TIFFPage {
+    enum Color {
+        case gray(whiteIsZero: Bool)
+        case rgb
+        case palette
+        case cmyk
+    }
+
+    var width: Int
+    var height: Int
+    var bitsPerSample: Int
+    var samplesPerPixel: Int
+    var separatePlanes: Bool
+    var photometric: UInt16
+    var compression: UInt16
+    var sampleFormat: UInt16
+    var inkSet: UInt16
+    /// The alpha sample's index and whether colours are premultiplied by it.
+    var alpha: (index: Int, associated: Bool)?
+    var orientation: Orientation
+    var iccProfile: [UInt8]?
+    var tiled: Bool
+
+    /// How the decoder's own path reads this page, or `nil` for TIFFRGBAImage.
+    var color: Color? {
+        guard sampleFormat == UInt16(SAMPLEFORMAT_UINT) else { return nil }
+        guard [1, 2, 4, 8, 16].contains(bitsPerSample) else { return nil }
+        let color: Color
+        let channels: Int
+        switch Int32(photometric) {
+        case PHOTOMETRIC_MINISWHITE: (color, channels) = (.gray(whiteIsZero: true), 1)
+        case PHOTOMETRIC_MINISBLACK: (color, channels) = (.gray(whiteIsZero: false), 1)
+        case PHOTOMETRIC_RGB: (color, channels) = (.rgb, 3)
+        // JPEG-compressed YCbCr: libtiff's codec converts it to RGB (JPEGCOLORMODE_RGB).
+        case PHOTOMETRIC_YCBCR where Int32(compression) == COMPRESSION_JPEG && bitsPerSample == 8:
+            (color, channels) = (.rgb, 3)
+        case PHOTOMETRIC_PALETTE where bitsPerSample <= 8: (color, channels) = (.palette, 1)
+        case PHOTOMETRIC_SEPARATED where Int32(inkSet) == INKSET_CMYK: (color, channels) = (.cmyk, 4)
+        default: return nil
+        }
+        guard samplesPerPixel >= channels, samplesPerPixel <= 8 else { return nil }
+        if case .rgb = color, bitsPerSample < 8 { return nil }
+        return color
+    }
+}
+
+/// A libtiff handle over a ``ByteReader``, with its messages collected (never printed).
+final class TIFFFile {
+    private let handle: UnsafeMutablePointer<ctiff_handle>
+    private let reader: ByteReader
+    private var tiff: OpaquePointer { handle.pointee.tiff }
+
+    init(_ reader: ByteReader, limits: DecodingLimits) throws {
+        self.reader = reader
+        handle = .allocate(capacity: 1)
+        handle.initialize(to: ctiff_handle())
+        handle.pointee.size = UInt64(reader.size)
+        handle.pointee.context = reader.context
+        if let memory = reader.memory {
+            handle.pointee.memory = memory.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        } else {
+            handle.pointee.read_at = { context, offset, buffer, count in
+                size_t(ByteReader.from(context).read(at: Int(offset), into: buffer!, count: Int(count)))
+            }
+        }
+        // No single libtiff buffer may exceed what the largest allowed page needs.
+        let cap = UInt64(max(64 << 20, limits.maxPixelsPerFrame)) * 8
+        guard ctiff_open(handle, cap) == 0 else {
+            let error = failure(.corrupt)
+            handle.deallocate()
+            throw error
+        }
+    }
+
+    deinit {
+        ctiff_close(handle)
+        handle.deallocate()
+    }
+
+    private var message: String {
+        CString.decode(&handle.pointee.message)
+    }
+
+    private func failure(_ reason: ImageDecodingError.Reason) -> ImageDecodingError {
+        let truncated = handle.pointee.reached_end_of_data != 0
+        return ImageDecodingError(truncated ? .truncated : reason, format: .tiff, message: "libtiff: \(message)")
+    }
+
+    func pageCount(limits: DecodingLimits) throws -> Int {
+        let count = Int(TIFFNumberOfDirectories(tiff))
+        guard count <= limits.maxFrames else {
+            throw ImageDecodingError(.tooManyFrames(limit: limits.maxFrames), format: .tiff)
+        }
+        try select(page: 0)
+        return max(count, 1)
+    }
+
+    func select(page: Int) throws {
+        guard TIFFSetDirectory(tiff, tdir_t(page)) == 1 else { throw failure(.corrupt) }
+    }
+
+    func page() throws -> TIFFPage {
+        func u16(_ tag: Int32, defaulted: Bool = true) -> UInt16? {
+            var value: UInt16 = 0
+            let found =
+                defaulted
+                ? ctiff_get_uint16_defaulted(tiff, UInt32(tag), &value) : ctiff_get_uint16(tiff, UInt32(tag), &value)
+            return found == 1 ? value : nil
+        }
+        var width: UInt32 = 0
+        var height: UInt32 = 0
+        guard ctiff_get_uint32(tiff, UInt32(TIFFTAG_IMAGEWIDTH), &width) == 1,
+            ctiff_get_uint32(tiff, UInt32(TIFFTAG_IMAGELENGTH), &height) == 1
+        else { throw ImageDecodingError(.corrupt, format: .tiff, message: "no image size") }
+        guard let photometric = u16(TIFFTAG_PHOTOMETRIC, defaulted: false) ?? u16(TIFFTAG_PHOTOMETRIC) else {
+            throw ImageDecodingError(.corrupt, format: .tiff, message: "no photometric interpretation")
+        }
+        let samples = Int(u16(TIFFTAG_SAMPLESPERPIXEL) ?? 1)
+        var extraCount: UInt16 = 0
+        var extraTypes: UnsafePointer<UInt16>? = nil
+        var alpha: (Int, Bool)?
+        if ctiff_get_extra_samples(tiff, &extraCount, &extraTypes) == 1, extraCount > 0, let extraTypes,
+            Int(extraCount) < samples
+        {
+            let type = Int32(extraTypes[0])
+            if type == EXTRASAMPLE_ASSOCALPHA || type == EXTRASAMPLE_UNASSALPHA {
+                alpha = (samples - Int(extraCount), type == EXTRASAMPLE_ASSOCALPHA)
+            }
+        }
+        var iccData: UnsafePointer<UInt8>? = nil
+        var iccLength: UInt32 = 0
+        var icc: [UInt8]?
+        if ctiff_get_icc_profile(tiff, &iccData, &iccLength) == 1, let iccData, iccLength > 0 {
+            icc = Array(UnsafeBufferPointer(start: iccData, count: Int(iccLength)))
+        }
+        return TIFFPage(
+            width: Int(width), height: Int(height),
+            bitsPerSample: Int(u16(TIFFTAG_BITSPERSAMPLE) ?? 1),
+            samplesPerPixel: samples,
+            separatePlanes: Int32(u16(TIFFTAG_PLANARCONFIG) ?? 1) == PLANARCONFIG_SEPARATE,
+            photometric: photometric,
+            compression: u16(TIFFTAG_COMPRESSION) ?? 1,
+            sampleFormat: u16(TIFFTAG_SAMPLEFORMAT) ?? 1,
+            inkSet: u16(TIFFTAG_INKSET) ?? 1,
+            alpha: alpha,
+            orientation: Orientation(tagValue: Int(u16(TIFFTAG_ORIENTATION) ?? 1)),
+            iccProfile: icc,
+            tiled: TIFFIsTiled(tiff) != 0)
+    }
+
+    /// Decodes the selected page.
+    func decodePage(options: DecodingOptions) throws -> RasterImage {
+        let page = try page()
+        try options.limits.check(width: page.width, height: page.height, format: .tiff)
+        let alphaMode: AlphaMode
+        let pixels: [UInt8]
+        if let color = page.color {
+            alphaMode = page.alpha?.associated == true ? .premultiplied : .straight
+            let converter = try TIFFRowConverter(page: page, color: color, colormap: colormap(page))
+            if Int32(page.photometric) == PHOTOMETRIC_YCBCR { _ = ctiff_set_jpeg_color_mode_rgb(tiff) }
+            var rows = try TIFFBandReader(file: self, page: page)
+            pixels = try PixelBuffer.make(count: page.width * page.height * 4) { base in
+                var y = 0
+                while y < page.height {
+                    let band: TIFFBandReader.Band
+                    do {
+                        band = try rows.readBand(startingAt: y)
+                    } catch let error as ImageDecodingError
+                        where options.allowsTruncatedData && error.reason == .truncated
+                    {
+                        (base + y * page.width * 4).initialize(repeating: 0, count: (page.height - y) * page.width * 4)
+                        return
+                    }
+                    for row in 0..<band.rows {
+                        converter.convert(band.planes(row), into: base + (y + row) * page.width * 4)
+                    }
+                    y += band.rows
+                }
+            }
+        } else {
+            (pixels, alphaMode) = try decodeWithRGBAImage(page)
+        }
+        return RasterImage(
+            validatedWidth: page.width, height: page.height, bytesPerRow: page.width * 4,
+            frames: [.init(pixels: pixels)], alphaMode: alphaMode, loopCount: 1, orientation: page.orientation,
+            iccProfile: page.iccProfile, format: .tiff, hasAlpha: page.alpha != nil)
+    }
+
+    private func colormap(_ page: TIFFPage) -> [UInt8]? {
+        guard case .palette = page.color else { return nil }
+        var red: UnsafePointer<UInt16>? = nil
+        var green: UnsafePointer<UInt16>? = nil
+        var blue: UnsafePointer<UInt16>? = nil
+        guard ctiff_get_colormap(tiff, &red, &green, &blue) == 1, let red, let green, let blue else { return nil }
+        let count = 1 << page.bitsPerSample
+        // Some old writers store 8-bit values in the 16-bit map; treat a map without
+        // any value over 255 as such, as libtiff does.
+        let eightBit = (0..<count).allSatisfy { red[$0] < 256 && green[$0] < 256 && blue[$0] < 256 }
+        var map = [UInt8](repeating: 0, count: 256 * 3)
+        for i in 0..<count {
+            for (channel, values) in [red, green, blue].enumerated() {
+                map[i * 3 + channel] = eightBit ? UInt8(values[i]) : ColorConversion.scale16to8(values[i])
+            }
+        }
+        return map
+    }
+
+    /// Layouts the own path does not read: libtiff converts them (its output is premultiplied).
+    private func decodeWithRGBAImage(_ page: TIFFPage) throws -> ([UInt8], AlphaMode) {
+        var image = TIFFRGBAImage()
+        var message = [CChar](repeating: 0, count: 1024)
+        guard TIFFRGBAImageOK(tiff, &message) == 1, TIFFRGBAImageBegin(&image, tiff, 0, &message) == 1 else {
+            let text = CString.decode(message)
+            throw ImageDecodingError(.unsupported, format: .tiff, message: "libtiff: \(text)")
+        }
+        defer { TIFFRGBAImageEnd(&image) }
+        // Rows as stored: the orientation stays metadata.
+        image.req_orientation = UInt16(ORIENTATION_TOPLEFT)
+        image.orientation = UInt16(ORIENTATION_TOPLEFT)
+        let hasAlpha = image.alpha != 0
+        let pixels = try PixelBuffer.make(count: page.width * page.height * 4) { base in
+            // ABGR words are R, G, B, A bytes on a little-endian machine.
+            let status = base.withMemoryRebound(to: UInt32.self, capacity: page.width * page.height) {
+                TIFFRGBAImageGet(&image, $0, UInt32(page.width), UInt32(page.height))
+            }
+            guard status == 1 else { throw failure(.corrupt) }
+            #if _endian(big)
+            for i in 0..<page.width * page.height {
+                (base + i * 4).withMemoryRebound(to: UInt32.self, capacity: 1) { $0.pointee = $0.pointee.byteSwapped }
+            }
+            #endif
+        }
+        return (pixels, hasAlpha ? .premultiplied : .straight)
+    }
+
+    // MARK: Raw access for TIFFBandReader
+
+    var isTiled: Bool { TIFFIsTiled(tiff) != 0 }
+    var scanlineSize: Int { Int(TIFFScanlineSize(tiff)) }
+    var stripSize: Int { Int(TIFFStripSize(tiff)) }
+    var tileSize: Int { Int(TIFFTileSize(tiff)) }
+    var tileRowSize: Int { Int(TIFFTileRowSize(tiff)) }
+
+    func uint32Tag(_ tag: Int32) -> Int? {
+        var value: UInt32 = 0
+        return ctiff_get_uint32_defaulted(tiff, UInt32(tag), &value) == 1 ? Int(value) : nil
+    }
+
+    func readStrip(_ index: Int, into buffer: UnsafeMutableRawPointer, size: Int) throws -> Int {
+        let got = TIFFReadEncodedStrip(tiff, UInt32(index), buffer, tmsize_t(size))
+        guard got >= 0 else { throw stripFailure(index) }
+        return Int(got)
+    }
+
+    func readTile(x: Int, y: Int, plane: Int, into buffer: UnsafeMutableRawPointer, size: Int) throws {
+        let index = TIFFComputeTile(tiff, UInt32(x), UInt32(y), 0, UInt16(plane))
+        guard TIFFReadEncodedTile(tiff, index, buffer, tmsize_t(size)) >= 0 else { throw stripFailure(Int(index)) }
+    }
+
+    /// A strip or tile that could not be read is truncated when it lies past the end of the data.
+    private func stripFailure(_ index: Int) -> ImageDecodingError {
+        let offset = TIFFGetStrileOffset(tiff, UInt32(index))
+        let count = TIFFGetStrileByteCount(tiff, UInt32(index))
+        let (end, overflow) = offset.addingReportingOverflow(count)
+        if overflow || end > UInt64(reader.size) { handle.pointee.reached_end_of_data = 1 }
+        return failure(.corrupt)
+    }
+}
+
+/// Reads a page in bands of rows (a strip, or a row of tiles), each plane of a band
+/// in its own buffer, `scanline` bytes a row.
+struct TIFFBandReader {
+    struct Band {
+        var rows: Int
+        var buffers: [UnsafeMutableRawPointer]
+        var rowBytes: Int
+
+        func planes(_ row: Int) -> [UnsafeRawPointer] {
+            buffers.map { UnsafeRawPointer($0 + row * rowBytes) }
+        }
+    }
+
+    private let file: TIFFFile
+    private let page: TIFFPage
+    private let planes: Int
+    private let rowBytes: Int  // bytes in one row of one plane
+    private let rowsPerBand: Int
+    private let tileWidth: Int
+    private var storage: [UnsafeMutableRawPointer] = []
+    private var tileBuffer: UnsafeMutableRawPointer?
+    private let tileBytes: Int
+    private let owner: Deallocator
+
+    /// Frees the band buffers when the reader goes away.
+    private final class Deallocator {
+        var pointers: [UnsafeMutableRawPointer] = []
+        deinit { pointers.forEach { $0.deallocate() } }
+    }
+
+    init(file: TIFFFile, page: TIFFPage) throws {
+        self.file = file
+        self.page = page
+        planes = page.separatePlanes ? page.samplesPerPixel : 1
+        let samplesInRow = page.separatePlanes ? 1 : page.samplesPerPixel
+        rowBytes = (page.width * samplesInRow * page.bitsPerSample + 7) / 8
+        owner = Deallocator()
+        if file.isTiled {
+            guard let width = file.uint32Tag(TIFFTAG_TILEWIDTH), let length = file.uint32Tag(TIFFTAG_TILELENGTH),
+                width > 0, length > 0, width <= 1 << 16, length <= 1 << 16
+            else { throw ImageDecodingError(.corrupt, format: .tiff, message: "bad tile size") }
+            tileWidth = width
+            rowsPerBand = min(length, page.height)
+            tileBytes = file.tileSize
+            guard tileBytes > 0, tileBytes >= (width * samplesInRow * page.bitsPerSample + 7) / 8 * length else {
+                throw ImageDecodingError(.corrupt, format: .tiff, message: "bad tile size")
+            }
+            let tile = UnsafeMutableRawPointer.allocate(byteCount: tileBytes, alignment: 16)
+            owner.pointers.append(tile)
+            tileBuffer = tile
+        } else {
+            tileWidth = 0
+            tileBytes = 0
+            let perStrip = file.uint32Tag(TIFFTAG_ROWSPERSTRIP) ?? page.height
+            rowsPerBand = max(1, min(perStrip, page.height))
+        }
+        for _ in 0..<planes {
+            let buffer = UnsafeMutableRawPointer.allocate(byteCount: max(1, rowBytes * rowsPerBand), alignment: 16)
+            owner.pointers.append(buffer)
+            storage.append(buffer)
+        }
+    }
+
+    /// The band holding row `y`, which must start a band.
+    mutating func readBand(startingAt y: Int) throws -> Band {
+        let rows = min(rowsPerBand, page.height - y)
+        let bandIndex = y / rowsPerBand
+        let bandsPerPlane = (page.height + rowsPerBand - 1) / rowsPerBand
+        for plane in 0..<planes {
+            if let tileBuffer {
+                try readTiles(row: y, rows: rows, plane: plane, tile: tileBuffer)
+            } else {
+                let size = rowBytes * rowsPerBand
+                let got = try file.readStrip(plane * bandsPerPlane + bandIndex, into: storage[plane], size: size)
+                if got < rowBytes * rows {
+                    // A short strip: what is missing reads as zero.
+                    (storage[plane] + got).initializeMemory(as: UInt8.self, repeating: 0, count: rowBytes * rows - got)
+                }
+            }
+        }
+        return Band(rows: rows, buffers: storage, rowBytes: rowBytes)
+    }
+
+    private func readTiles(row y: Int, rows: Int, plane: Int, tile: UnsafeMutableRawPointer) throws {
+        let samplesInRow = page.separatePlanes ? 1 : page.samplesPerPixel
+        let tileRowBytes = (tileWidth * samplesInRow * page.bitsPerSample + 7) / 8
+        var x = 0
+        while x < page.width {
+            try file.readTile(x: x, y: y, plane: plane, into: tile, size: tileBytes)
+            // Tile widths are multiples of 16, so a tile's columns start on a byte.
+            let start = (x * samplesInRow * page.bitsPerSample) / 8
+            let count = min(tileRowBytes, rowBytes - start)
+            for r in 0..<rows {
+                (storage[plane] + r * rowBytes + start).copyMemory(from: tile + r * tileRowBytes, byteCount: count)
+            }
+            x += tileWidth
+        }
+    }
+}
+
+/// Turns one row of TIFF samples (in one buffer, or one a plane) into RGBA.
+struct TIFFRowConverter {
+    let page: TIFFPage
+    let color: TIFFPage.Color
+    let colormap: [UInt8]
+    let channels: Int
+    /// The samples of one pixel, unpacked to 8 bits (palette indices left as they are).
+    private let scratch: UnsafeMutablePointer<UInt8>
+    private let keeper: ScratchKeeper
+
+    private final class ScratchKeeper {
+        let pointer: UnsafeMutablePointer<UInt8>
+        init(count: Int) { pointer = .allocate(capacity: count) }
+        deinit { pointer.deallocate() }
+    }
+
+    init(page: TIFFPage, color: TIFFPage.Color, colormap: [UInt8]?) throws {
+        self.page = page
+        self.color = color
+        if case .palette = color {
+            guard let colormap else {
+                throw ImageDecodingError(.corrupt, format: .tiff, message: "palette image without a colormap")
+            }
+            self.colormap = colormap
+        } else {
+            self.colormap = []
+        }
+        switch color {
+        case .gray, .palette: channels = 1
+        case .rgb: channels = 3
+        case .cmyk: channels = 4
+        }
+        keeper = ScratchKeeper(count: page.width * page.samplesPerPixel)
+        scratch = keeper.pointer
+    }
+
+    /// Unpacks the samples of a row into `scratch`, `samplesPerPixel` bytes a pixel.
+    private func unpack(_ planes: [UnsafeRawPointer]) -> UnsafePointer<UInt8> {
+        let bits = page.bitsPerSample
+        let samples = page.samplesPerPixel
+        let width = page.width
+        if bits == 8 && !page.separatePlanes { return planes[0].assumingMemoryBound(to: UInt8.self) }
+        let scaleLowBits: Bool
+        if case .palette = color { scaleLowBits = false } else { scaleLowBits = true }
+        for sample in 0..<samples {
+            let plane = page.separatePlanes ? planes[sample] : planes[0]
+            let stride = page.separatePlanes ? 1 : samples
+            let first = page.separatePlanes ? 0 : sample
+            var out = scratch + sample
+            switch bits {
+            case 8:
+                let p = plane.assumingMemoryBound(to: UInt8.self)
+                for x in 0..<width {
+                    out.pointee = p[x * stride + first]
+                    out += samples
+                }
+            case 16:
+                let p = plane.assumingMemoryBound(to: UInt16.self)
+                for x in 0..<width {
+                    out.pointee = ColorConversion.scale16to8(p[x * stride + first])
+                    out += samples
+                }
+            default:
+                let p = plane.assumingMemoryBound(to: UInt8.self)
+                let maxValue = (1 << bits) - 1
+                for x in 0..<width {
+                    let bit = (x * stride + first) * bits
+                    let value = (Int(p[bit >> 3]) >> (8 - bits - (bit & 7))) & maxValue
+                    out.pointee = scaleLowBits ? UInt8(value * 255 / maxValue) : UInt8(value)
+                    out += samples
+                }
+            }
+        }
+        return UnsafePointer(scratch)
+    }
+
+    func convert(_ planes: [UnsafeRawPointer], into row: UnsafeMutablePointer<UInt8>) {
+        let s = unpack(planes)
+        let samples = page.samplesPerPixel
+        let alphaIndex = page.alpha?.index
+        var out = row
+        var p = s
+        for _ in 0..<page.width {
+            switch color {
+            case .gray(let whiteIsZero):
+                let v = whiteIsZero ? 255 - p[0] : p[0]
+                out[0] = v
+                out[1] = v
+                out[2] = v
+            case .rgb:
+                out[0] = p[0]
+                out[1] = p[1]
+                out[2] = p[2]
+            case .palette:
+                let i = Int(p[0]) * 3
+                out[0] = colormap[i]
+                out[1] = colormap[i + 1]
+                out[2] = colormap[i + 2]
+            case .cmyk:
+                out[0] = p[0]
+                out[1] = p[1]
+                out[2] = p[2]
+                out[3] = p[3]
+                ColorConversion.cmykToRGBA(out, count: 1, inverted: false)
+            }
+            out[3] = alphaIndex.map { p[$0] } ?? 255
+            out += 4
+            p += samples
+        }
+    }
+}

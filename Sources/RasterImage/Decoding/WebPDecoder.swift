@@ -1,0 +1,194 @@
+import CWebP
+
+/// WebP through libwebp: lossy, lossless and alpha stills decoded straight into the
+/// output buffer; animations composited by libwebpdemux's WebPAnimDecoder; ICC
+/// profile and EXIF orientation from the container. libwebp decodes whole buffers,
+/// so a file source is read into memory first (bounded by the input limit).
+enum WebPDecoder: FormatDecoder {
+    static let format = ImageFormat.webp
+
+    static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
+        try reader.withContiguousBytes { bytes in
+            let features = try WebPContainer.features(bytes)
+            let container = try WebPContainer(bytes)
+            return ImageInfo(
+                format: .webp, width: container.canvasWidth ?? Int(features.width),
+                height: container.canvasHeight ?? Int(features.height), frameCount: container.frameCount,
+                hasAlpha: features.has_alpha != 0, orientation: container.orientation, loopCount: container.loopCount,
+                iccProfile: container.iccProfile)
+        }
+    }
+
+    static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {
+        try reader.withContiguousBytes { bytes in
+            let features = try WebPContainer.features(bytes)
+            let container = try WebPContainer(bytes)
+            if features.has_animation != 0 {
+                return try decodeAnimation(bytes, container: container, options: options)
+            }
+            if case .index(let n) = options.frames, n != 0 {
+                throw ImageDecodingError(.frameOutOfRange(index: n, count: 1), format: .webp)
+            }
+            let (width, height) = (Int(features.width), Int(features.height))
+            try options.limits.check(width: width, height: height, format: .webp)
+            let bytesPerRow = width * 4
+            let pixels = try PixelBuffer.make(count: bytesPerRow * height) { base in
+                try decodeStill(bytes, into: base, width: width, height: height, bytesPerRow: bytesPerRow)
+            }
+            return RasterImage(
+                validatedWidth: width, height: height, bytesPerRow: bytesPerRow, frames: [.init(pixels: pixels)],
+                alphaMode: .straight, loopCount: 1, orientation: container.orientation,
+                iccProfile: container.iccProfile, format: .webp, hasAlpha: features.has_alpha != 0)
+        }
+    }
+
+    /// Decodes a still image into `base`, scaled by libwebp when `width`/`height`
+    /// are smaller than the image.
+    static func decodeStill(
+        _ bytes: UnsafeRawBufferPointer, into base: UnsafeMutablePointer<UInt8>, width: Int, height: Int,
+        bytesPerRow: Int
+    ) throws {
+        var config = WebPDecoderConfig()
+        guard WebPInitDecoderConfig(&config) != 0 else {
+            throw ImageDecodingError(.unsupported, format: .webp, message: "libwebp version mismatch")
+        }
+        config.options.use_threads = 0
+        let status = try WebPContainer.status(WebPGetFeatures(bytes.baseAddress, bytes.count, &config.input))
+        _ = status
+        if width != Int(config.input.width) || height != Int(config.input.height) {
+            config.options.use_scaling = 1
+            config.options.scaled_width = Int32(width)
+            config.options.scaled_height = Int32(height)
+        }
+        config.output.colorspace = MODE_RGBA
+        config.output.is_external_memory = 1
+        config.output.u.RGBA.rgba = base
+        config.output.u.RGBA.stride = Int32(bytesPerRow)
+        config.output.u.RGBA.size = bytesPerRow * height
+        defer { WebPFreeDecBuffer(&config.output) }
+        _ = try WebPContainer.status(WebPDecode(bytes.baseAddress, bytes.count, &config))
+    }
+
+    private static func decodeAnimation(
+        _ bytes: UnsafeRawBufferPointer, container: WebPContainer, options: DecodingOptions
+    ) throws -> RasterImage {
+        guard let width = container.canvasWidth, let height = container.canvasHeight else {
+            throw ImageDecodingError(.corrupt, format: .webp, message: "animation without a canvas")
+        }
+        let limits = options.limits
+        try limits.check(width: width, height: height, format: .webp)
+        guard container.frameCount <= limits.maxFrames else {
+            throw ImageDecodingError(.tooManyFrames(limit: limits.maxFrames), format: .webp)
+        }
+        let frameBytes = width * height * 4
+        let returned: Int
+        switch options.frames {
+        case .first: returned = 1
+        case .all: returned = container.frameCount
+        case .index(let n):
+            guard n >= 0, n < container.frameCount else {
+                throw ImageDecodingError(.frameOutOfRange(index: n, count: container.frameCount), format: .webp)
+            }
+            returned = 1
+        }
+        try limits.check(frames: returned, frameBytes: frameBytes, format: .webp)
+
+        var animationOptions = WebPAnimDecoderOptions()
+        guard WebPAnimDecoderOptionsInit(&animationOptions) != 0 else {
+            throw ImageDecodingError(.unsupported, format: .webp, message: "libwebp version mismatch")
+        }
+        animationOptions.color_mode = MODE_RGBA
+        animationOptions.use_threads = 0
+        var data = WebPData(bytes: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), size: bytes.count)
+        guard let decoder = WebPAnimDecoderNew(&data, &animationOptions) else {
+            throw ImageDecodingError(.corrupt, format: .webp, message: "libwebp: cannot decode the animation")
+        }
+        defer { WebPAnimDecoderDelete(decoder) }
+        var frames: [RasterImage.Frame] = []
+        var previousTimestamp: Int32 = 0
+        var index = 0
+        let lastNeeded = options.frames.lastNeededIndex ?? Int.max
+        while index <= lastNeeded, WebPAnimDecoderHasMoreFrames(decoder) != 0 {
+            var canvas: UnsafeMutablePointer<UInt8>? = nil
+            var timestamp: Int32 = 0
+            guard WebPAnimDecoderGetNext(decoder, &canvas, &timestamp) != 0, let canvas else {
+                throw ImageDecodingError(.corrupt, format: .webp, message: "libwebp: cannot decode frame \(index)")
+            }
+            if options.frames.returns(index) {
+                // The decoder reuses its canvas for the next frame, so each returned frame is a copy.
+                let pixels = Array(UnsafeBufferPointer(start: canvas, count: frameBytes))
+                frames.append(.init(pixels: pixels, duration: .milliseconds(Int(timestamp - previousTimestamp))))
+            }
+            previousTimestamp = timestamp
+            index += 1
+        }
+        guard !frames.isEmpty else {
+            throw ImageDecodingError(.corrupt, format: .webp, message: "animation without frames")
+        }
+        return RasterImage(
+            validatedWidth: width, height: height, bytesPerRow: width * 4, frames: frames, alphaMode: .straight,
+            loopCount: container.loopCount, orientation: container.orientation, iccProfile: container.iccProfile,
+            format: .webp, hasAlpha: true)
+    }
+}
+
+/// The RIFF container of a WebP: canvas, frame count, loop count and metadata chunks.
+struct WebPContainer {
+    var canvasWidth: Int?
+    var canvasHeight: Int?
+    var frameCount = 1
+    var loopCount = 1
+    var orientation = Orientation.up
+    var iccProfile: [UInt8]?
+
+    static func features(_ bytes: UnsafeRawBufferPointer) throws -> WebPBitstreamFeatures {
+        var features = WebPBitstreamFeatures()
+        _ = try status(WebPGetFeatures(bytes.baseAddress, bytes.count, &features))
+        return features
+    }
+
+    /// Throws the error a libwebp status stands for.
+    @discardableResult
+    static func status(_ code: VP8StatusCode) throws -> VP8StatusCode {
+        switch code {
+        case VP8_STATUS_OK: return code
+        case VP8_STATUS_NOT_ENOUGH_DATA:
+            throw ImageDecodingError(.truncated, format: .webp, message: "libwebp: not enough data")
+        case VP8_STATUS_UNSUPPORTED_FEATURE:
+            throw ImageDecodingError(.unsupported, format: .webp, message: "libwebp: unsupported feature")
+        case VP8_STATUS_OUT_OF_MEMORY:
+            throw ImageDecodingError(.unsupported, format: .webp, message: "libwebp: out of memory")
+        default:
+            throw ImageDecodingError(
+                .corrupt, format: .webp, message: "libwebp: bitstream error (status \(code.rawValue))")
+        }
+    }
+
+    init(_ bytes: UnsafeRawBufferPointer) throws {
+        var data = WebPData(bytes: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), size: bytes.count)
+        var state = WEBP_DEMUX_PARSING_HEADER
+        guard let demux = WebPDemuxPartial(&data, &state) else {
+            throw ImageDecodingError(.corrupt, format: .webp, message: "libwebp: not a WebP container")
+        }
+        defer { WebPDemuxDelete(demux) }
+        guard state == WEBP_DEMUX_DONE else {
+            let reason: ImageDecodingError.Reason = state == WEBP_DEMUX_PARSE_ERROR ? .corrupt : .truncated
+            throw ImageDecodingError(reason, format: .webp, message: "libwebp: incomplete container")
+        }
+        canvasWidth = Int(WebPDemuxGetI(demux, WEBP_FF_CANVAS_WIDTH))
+        canvasHeight = Int(WebPDemuxGetI(demux, WEBP_FF_CANVAS_HEIGHT))
+        frameCount = max(1, Int(WebPDemuxGetI(demux, WEBP_FF_FRAME_COUNT)))
+        let flags = WebPDemuxGetI(demux, WEBP_FF_FORMAT_FLAGS)
+        if flags & ANIMATION_FLAG.rawValue != 0 { loopCount = Int(WebPDemuxGetI(demux, WEBP_FF_LOOP_COUNT)) }
+        if let exif = WebPContainer.chunk("EXIF", in: demux) { orientation = EXIF.orientation(in: exif) ?? .up }
+        iccProfile = WebPContainer.chunk("ICCP", in: demux)
+    }
+
+    private static func chunk(_ fourCC: String, in demux: OpaquePointer) -> [UInt8]? {
+        var iterator = WebPChunkIterator()
+        guard WebPDemuxGetChunk(demux, fourCC, 1, &iterator) != 0 else { return nil }
+        defer { WebPDemuxReleaseChunkIterator(&iterator) }
+        guard let bytes = iterator.chunk.bytes, iterator.chunk.size > 0 else { return nil }
+        return Array(UnsafeBufferPointer(start: bytes, count: iterator.chunk.size))
+    }
+}

@@ -1,0 +1,85 @@
+import CPNG
+
+/// Why an image could not be encoded.
+public struct ImageEncodingError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Reason: Sendable, Hashable {
+        /// A parameter is out of its range (quality, compression level, ...).
+        case invalidParameter
+        /// The image cannot be stored in the format (too large, ...).
+        case unsupportedImage
+        /// The C library failed.
+        case failed
+    }
+
+    public let reason: Reason
+    public let format: ImageFormat
+    public let message: String
+
+    public init(_ reason: Reason, format: ImageFormat, message: String) {
+        self.reason = reason
+        self.format = format
+        self.message = message
+    }
+
+    public var description: String {
+        "cannot encode \(format.rawValue.uppercased()): \(message.replacingNewlines())"
+    }
+}
+
+/// Writes PNG with libpng: 8-bit RGBA, or RGB when the image is opaque.
+///
+/// ```swift
+/// let png = try PNGEncoder(compressionLevel: 6).encode(image)
+/// ```
+public struct PNGEncoder: Sendable, Hashable {
+    /// zlib's level, 0 (store) to 9 (smallest). 6 is zlib's balance of size and time.
+    public var compressionLevel: Int
+    /// Always write the alpha channel, even for an opaque image.
+    public var alwaysIncludeAlpha: Bool
+    /// Embed the image's ICC profile (iCCP) when it has one.
+    public var includeICCProfile: Bool
+
+    public init(compressionLevel: Int = 6, alwaysIncludeAlpha: Bool = false, includeICCProfile: Bool = true) {
+        self.compressionLevel = compressionLevel
+        self.alwaysIncludeAlpha = alwaysIncludeAlpha
+        self.includeICCProfile = includeICCProfile
+    }
+
+    /// Encodes frame `frame` of `image`; premultiplied images are converted to straight alpha first.
+    public func encode(_ image: RasterImage, frame: Int = 0) throws(ImageEncodingError) -> [UInt8] {
+        guard (0...9).contains(compressionLevel) else {
+            throw ImageEncodingError(
+                .invalidParameter, format: .png, message: "compression level \(compressionLevel) is not in 0...9")
+        }
+        guard image.frames.indices.contains(frame) else {
+            throw ImageEncodingError(.invalidParameter, format: .png, message: "frame \(frame) does not exist")
+        }
+        let straight = image.straightAlpha()
+        let dropAlpha = !alwaysIncludeAlpha && !straight.hasAlpha
+        var output = PNGOutput()
+        var message = [CChar](repeating: 0, count: 200)
+        let icc = includeICCProfile ? straight.iccProfile ?? [] : []
+        let status = straight.frames[frame].pixels.withUnsafeBufferPointer { pixels in
+            icc.withUnsafeBufferPointer { icc in
+                withUnsafeMutablePointer(to: &output) { output in
+                    cpng_write_rgba8(
+                        { context, bytes, count in
+                            let output = context!.assumingMemoryBound(to: PNGOutput.self)
+                            output.pointee.bytes.append(contentsOf: UnsafeBufferPointer(start: bytes, count: count))
+                            return 0
+                        }, output, pixels.baseAddress, UInt32(straight.width), UInt32(straight.height),
+                        straight.bytesPerRow, dropAlpha ? 1 : 0, Int32(compressionLevel), icc.baseAddress,
+                        UInt32(icc.count), &message, message.count)
+                }
+            }
+        }
+        guard status == 0 else {
+            throw ImageEncodingError(.failed, format: .png, message: "libpng: \(CString.decode(message))")
+        }
+        return output.bytes
+    }
+}
+
+private struct PNGOutput {
+    var bytes: [UInt8] = []
+}
