@@ -10,8 +10,10 @@ enum BMPDecoder: FormatDecoder {
 
     static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
         let header = try BMPHeader(reader)
+        // Run-length data can skip pixels, which then stay transparent.
+        let runLength = header.compression == .rle8 || header.compression == .rle4
         return ImageInfo(
-            format: .bmp, width: header.width, height: header.height, hasAlpha: header.hasAlphaChannel,
+            format: .bmp, width: header.width, height: header.height, hasAlpha: header.hasAlphaChannel || runLength,
             iccProfile: header.iccProfile)
     }
 
@@ -206,24 +208,41 @@ struct BMPHeader {
 
 /// Turns one stored row into RGBA.
 struct BMPRowConverter {
+    /// One channel of a bit-field pixel, widened to 8 bits by repeating its high bits
+    /// (5 bits `abcde` become `abcdeabc`), as browsers and ImageMagick do.
     struct Channel {
         let mask: UInt32
         let shift: UInt32
-        let maxValue: UInt32
+        let bits: Int
+        /// 8-bit values for every channel value, when the channel has 8 bits or fewer.
+        let widened: [UInt8]
 
         init(_ mask: UInt32) {
             self.mask = mask
             shift = mask == 0 ? 0 : UInt32(mask.trailingZeroBitCount)
-            maxValue = mask == 0 ? 0 : mask >> shift
+            bits = mask == 0 ? 0 : (32 - (mask >> shift).leadingZeroBitCount)
+            let bits = self.bits
+            widened =
+                bits == 0 || bits > 8
+                ? []
+                : (0..<(1 << bits)).map { value in
+                    var result = 0
+                    var filled = 0
+                    while filled < 8 {
+                        result = result << bits | value
+                        filled += bits
+                    }
+                    return UInt8(truncatingIfNeeded: result >> (filled - 8))
+                }
         }
 
-        /// The channel scaled to 0...255, rounding to nearest.
+        var isPresent: Bool { bits > 0 }
+
         @inline(__always)
         func value(_ pixel: UInt32) -> UInt8 {
-            guard maxValue != 0 else { return 0 }
             let v = (pixel & mask) >> shift
-            if maxValue == 255 { return UInt8(truncatingIfNeeded: v) }
-            return UInt8(truncatingIfNeeded: (UInt64(v) * 255 + UInt64(maxValue / 2)) / UInt64(maxValue))
+            if bits > 8 { return UInt8(truncatingIfNeeded: v >> UInt32(bits - 8)) }
+            return bits == 0 ? 0 : widened[Int(v)]
         }
     }
 
@@ -273,7 +292,7 @@ struct BMPRowConverter {
             }
         default:
             let bytes = header.bitsPerPixel / 8
-            let hasAlpha = alpha.maxValue != 0
+            let hasAlpha = alpha.isPresent
             var p = row
             for _ in 0..<width {
                 let pixel =

@@ -101,11 +101,7 @@ public struct ImageDecoder: ImageDecoding {
 
     /// The format of the bytes in `source`, from their signature, or `nil`.
     public func format(of source: ImageSource) throws(ImageDecodingError) -> ImageFormat? {
-        try ImageDecoder.convertingErrors {
-            try source.withReader(limits: options.limits) { reader in
-                ImageFormat.sniff(reader.bytes(at: 0, count: ImageFormat.sniffLength))
-            }
-        }
+        ImageFormat.sniff(try source.leadingBytes())
     }
 
     static func decoder(for format: ImageFormat) -> any FormatDecoder.Type {

@@ -43,6 +43,17 @@ public struct ImageSource: Sendable {
         return nil
     }
 
+    /// The first `count` bytes (fewer when the input is shorter), for sniffing.
+    ///
+    /// ```swift
+    /// let format = ImageFormat.sniff(try source.leadingBytes())
+    /// ```
+    public func leadingBytes(_ count: Int = ImageFormat.sniffLength) throws(ImageDecodingError) -> [UInt8] {
+        try ImageDecoder.convertingErrors {
+            try withReader(limits: DecodingLimits()) { $0.bytes(at: 0, count: count) }
+        }
+    }
+
     /// Runs `body` with a reader over the bytes, after checking the input size limit.
     func withReader<R>(
         limits: DecodingLimits, _ body: (ByteReader) throws -> R

@@ -269,13 +269,13 @@ final class TIFFFile {
         var blue: UnsafePointer<UInt16>? = nil
         guard ctiff_get_colormap(tiff, &red, &green, &blue) == 1, let red, let green, let blue else { return nil }
         let count = 1 << page.bitsPerSample
-        // Some old writers store 8-bit values in the 16-bit map; treat a map without
-        // any value over 255 as such, as libtiff does.
+        // Entries are 16-bit; libtiff and other readers take the high byte. Some old
+        // writers store 8-bit values instead: a map without any value over 255 is read as such.
         let eightBit = (0..<count).allSatisfy { red[$0] < 256 && green[$0] < 256 && blue[$0] < 256 }
         var map = [UInt8](repeating: 0, count: 256 * 3)
         for i in 0..<count {
             for (channel, values) in [red, green, blue].enumerated() {
-                map[i * 3 + channel] = eightBit ? UInt8(values[i]) : ColorConversion.scale16to8(values[i])
+                map[i * 3 + channel] = UInt8(truncatingIfNeeded: eightBit ? values[i] : values[i] >> 8)
             }
         }
         return map

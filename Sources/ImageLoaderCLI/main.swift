@@ -1,3 +1,0 @@
-import RasterImage
-
-print(try ImageDecoder().info(.file(path: CommandLine.arguments[1])))

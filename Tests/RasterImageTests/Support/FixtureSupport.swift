@@ -1,0 +1,111 @@
+import Foundation
+import RasterImage
+import Testing
+
+/// One entry of Fixtures/manifest.json, written by Fixtures/generate.py with the
+/// expected pixels decoded by Pillow or ImageMagick (or taken from the source pixels).
+struct Fixture: Decodable, Sendable, CustomTestStringConvertible {
+    let name: String
+    let file: String
+    let format: String
+    let width: Int
+    let height: Int
+    let frames: [String]
+    let frameCount: Int
+    let reference: String
+    let tolerance: Int
+    let hasAlpha: Bool
+    let alphaMode: String
+    let orientation: Int
+    let loopCount: Int
+    let durationsMs: [Int]?
+    let iccProfile: String?
+    let page: Int?
+
+    var testDescription: String { name }
+    var path: String { Fixtures.root + "/" + file }
+    var bytes: [UInt8] { Fixtures.bytes(file) }
+    var expectedFrames: [[UInt8]] { frames.map(Fixtures.bytes) }
+    var expectedICC: [UInt8]? { iccProfile.map(Fixtures.bytes) }
+}
+
+enum Fixtures {
+    /// The repository's Fixtures folder, found from this file's path.
+    static let root: String = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Fixtures").path
+
+    static let all: [Fixture] = {
+        struct Manifest: Decodable { let fixtures: [Fixture] }
+        let data = try! Data(contentsOf: URL(fileURLWithPath: root + "/manifest.json"))
+        return try! JSONDecoder().decode(Manifest.self, from: data).fixtures
+    }()
+
+    static func named(_ name: String) -> Fixture {
+        all.first { $0.name == name }!
+    }
+
+    static func bytes(_ relativePath: String) -> [UInt8] {
+        [UInt8](try! Data(contentsOf: URL(fileURLWithPath: root + "/" + relativePath)))
+    }
+
+    /// One fixture of each format, for tests that run per format.
+    static let onePerFormat: [Fixture] = [
+        "png-rgba8", "jpeg-420", "gif-animation", "tiff-rgb-lzw", "webp-animation", "bmp-24bit",
+    ]
+    .map(named)
+}
+
+/// How far two RGBA buffers are apart.
+struct PixelDifference: CustomStringConvertible {
+    var maximum = 0
+    var differing = 0
+    var first: (x: Int, y: Int, got: [UInt8], expected: [UInt8])?
+
+    var description: String {
+        guard let first else { return "identical" }
+        return
+            "max difference \(maximum) over \(differing) channels; first at (\(first.x), \(first.y)): got \(first.got), expected \(first.expected)"
+    }
+}
+
+func difference(_ got: [UInt8], _ expected: [UInt8], width: Int, bytesPerRow: Int? = nil) -> PixelDifference {
+    var result = PixelDifference()
+    let stride = bytesPerRow ?? width * 4
+    let rows = expected.count / (width * 4)
+    for y in 0..<rows {
+        for x in 0..<width {
+            for c in 0..<4 {
+                let a = Int(got[y * stride + x * 4 + c])
+                let b = Int(expected[(y * width + x) * 4 + c])
+                let d = abs(a - b)
+                if d > 0 {
+                    result.differing += 1
+                    if result.first == nil {
+                        let g = Array(got[(y * stride + x * 4)..<(y * stride + x * 4 + 4)])
+                        let e = Array(expected[((y * width + x) * 4)..<((y * width + x) * 4 + 4)])
+                        result.first = (x, y, g, e)
+                    }
+                }
+                result.maximum = max(result.maximum, d)
+            }
+        }
+    }
+    return result
+}
+
+/// Calls `body`, expecting an ``ImageDecodingError``; returns it.
+@discardableResult
+func expectDecodingError(
+    sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+) -> ImageDecodingError? {
+    do {
+        try body()
+        Issue.record("expected an ImageDecodingError, got success", sourceLocation: sourceLocation)
+    } catch let error as ImageDecodingError {
+        return error
+    } catch {
+        Issue.record("expected an ImageDecodingError, got \(type(of: error)): \(error)", sourceLocation: sourceLocation)
+    }
+    return nil
+}
