@@ -147,7 +147,12 @@ def image_path(name, ext):
 
 
 def srgb_profile():
-    return ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+    """Little CMS's sRGB profile with a fixed creation date (bytes 24-35) and no
+    profile ID (bytes 84-99, optional), so the fixtures are the same on every run."""
+    icc = bytearray(ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes())
+    icc[24:36] = struct.pack(">6H", 2024, 1, 1, 0, 0, 0)
+    icc[84:100] = bytes(16)
+    return bytes(icc)
 
 
 def exif_with_orientation(value):
@@ -846,18 +851,26 @@ def hostile_fixtures():
     write("gif-65535x65535.gif", gif_file(65535, 65535, [(0, 0, 0), (255, 255, 255)],
                                           [dict(indices=np.zeros((4, 4), np.uint8), left=0, top=0)]))
 
-    # A TIFF whose strips claim absurd sizes and rows.
-    path = os.path.join(TMP, "strips.tif")
-    tifffile.imwrite(path, base_rgb(16, 16, 91), photometric="rgb", rowsperstrip=4)
-    data = bytearray(open(path, "rb").read())
-    with tifffile.TiffFile(path) as tif:
-        tags = tif.pages[0].tags
-        counts = tags["StripByteCounts"]
-        rows = tags["RowsPerStrip"]
-    for i in range(len(counts.value)):
-        struct.pack_into("<I", data, counts.valueoffset + 4 * i, 0xFFFFFF00)
-    struct.pack_into("<I", data, rows.valueoffset, 0xFFFFFFFF)
-    write("tiff-absurd-strips.tif", bytes(data))
+    # TIFFs whose strips claim absurd sizes and rows. libtiff recomputes the byte counts
+    # of uncompressed strips from the image size (and decodes them correctly); compressed
+    # strips, or strips that start past the end, cannot be repaired.
+    for name, compression, absurd_offsets in [
+        ("tiff-absurd-strips.tif", "zlib", False),
+        ("tiff-absurd-strip-offsets.tif", None, True),
+        ("tiff-absurd-strips-uncompressed.tif", None, False),
+    ]:
+        path = os.path.join(TMP, name)
+        tifffile.imwrite(path, base_rgb(16, 16, 91), photometric="rgb", rowsperstrip=4, compression=compression)
+        data = bytearray(open(path, "rb").read())
+        with tifffile.TiffFile(path) as tif:
+            tags = tif.pages[0].tags
+            counts, offsets, rows = tags["StripByteCounts"], tags["StripOffsets"], tags["RowsPerStrip"]
+        for i in range(len(counts.value)):
+            struct.pack_into("<I", data, counts.valueoffset + 4 * i, 0xFFFFFF00)
+            if absurd_offsets:
+                struct.pack_into("<I", data, offsets.valueoffset + 4 * i, 0xFFFFFF00 - i)
+        struct.pack_into("<I", data, rows.valueoffset, 0xFFFFFFFF)
+        write(name, bytes(data))
 
     # BMPs with a width of 2^31 (negative as a signed field) and of 2^31 - 1.
     rows = [b"\x00\x00\x00" * 4] * 4
@@ -867,10 +880,10 @@ def hostile_fixtures():
     struct.pack_into("<I", data, 18, 0x7FFFFFFF)
     write("bmp-width-2^31-1.bmp", bytes(data))
 
-    # A WebP whose extended header claims a 16384x16384 canvas (over the pixel limit).
-    vp8x = struct.pack("<B3x", 0x10) + (16383).to_bytes(3, "little") + (16383).to_bytes(3, "little")
-    lossless = open(image_path("webp-lossless", "webp"), "rb").read()[12:]
-    body = b"WEBP" + b"VP8X" + struct.pack("<I", len(vp8x)) + vp8x + lossless
+    # A lossless WebP whose bitstream header claims 16383x16383 over a few bytes of data.
+    bits = 0x2F | ((16383 - 1) << 8) | ((16383 - 1) << 22)  # signature, width - 1, height - 1 (14 bits each)
+    vp8l = struct.pack("<Q", bits)[:5] + bytes(64)
+    body = b"WEBP" + b"VP8L" + struct.pack("<I", len(vp8l)) + vp8l
     write("webp-16383x16383.webp", b"RIFF" + struct.pack("<I", len(body)) + body)
 
 

@@ -12,7 +12,7 @@ typedef size_t (*ctiff_read_at_fn)(void *context, uint64_t offset, uint8_t *buff
 
 typedef struct ctiff_handle {
     TIFF *tiff;
-    /// The input: either `memory` (the whole file, mapped by libtiff without copying) or `read_at`.
+    /// The input: either `memory` (the whole file) or `read_at`.
     const uint8_t *memory;
     uint64_t size;
     ctiff_read_at_fn read_at;

@@ -145,6 +145,23 @@ public struct RasterImage: Sendable, Hashable {
     }
 }
 
+extension RasterImage: CustomStringConvertible {
+    /// A one-line summary; the pixels are left out.
+    public var description: String {
+        var text = "RasterImage(\(width)x\(height)"
+        if let format { text += " \(format.rawValue)" }
+        if frames.count > 1 { text += ", \(frames.count) frames, loop \(loopCount)" }
+        text += ", \(alphaMode.rawValue) alpha\(hasAlpha ? "" : " (opaque)")"
+        if orientation != .up { text += ", orientation \(orientation.rawValue)" }
+        if let iccProfile { text += ", ICC \(iccProfile.count) bytes" }
+        return text + ", \(cost) bytes)"
+    }
+}
+
+extension RasterImage.Frame: CustomStringConvertible {
+    public var description: String { "Frame(\(pixels.count) bytes, \(duration))" }
+}
+
 /// How the colour channels of a pixel relate to its alpha.
 public enum AlphaMode: String, Sendable, Hashable, Codable {
     /// Colour values are independent of alpha (as PNG, GIF, WebP and BMP store them).

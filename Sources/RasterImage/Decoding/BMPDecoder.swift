@@ -33,11 +33,13 @@ enum BMPDecoder: FormatDecoder {
             hasAlpha = skipped
         } else {
             var alphaSeen: UInt8 = 0
+            var truncated = false
             pixels = try PixelBuffer.make(count: bytesPerRow * header.height) { base in
-                try decodeRows(
+                truncated = try decodeRows(
                     header, reader, into: base, allowsTruncatedData: options.allowsTruncatedData, alphaSeen: &alphaSeen)
             }
-            if header.hasAlphaChannel && alphaSeen == 0 {
+            hasAlpha = hasAlpha || truncated
+            if header.hasAlphaChannel && alphaSeen == 0 && !truncated {
                 // Every alpha value is 0: the writer did not use the channel. Show the
                 // picture opaque, as browsers do, rather than not at all.
                 var opaque = pixels
@@ -57,27 +59,33 @@ enum BMPDecoder: FormatDecoder {
             iccProfile: header.iccProfile, format: .bmp, hasAlpha: hasAlpha)
     }
 
-    /// Uncompressed and bit-field rows, read one stored row at a time.
+    /// Uncompressed and bit-field rows, read one stored row at a time in file order.
+    /// Returns whether the data ended early (the missing rows are then transparent).
     private static func decodeRows(
         _ header: BMPHeader, _ reader: ByteReader, into base: UnsafeMutablePointer<UInt8>, allowsTruncatedData: Bool,
         alphaSeen: inout UInt8
-    ) throws {
+    ) throws -> Bool {
         let stride = header.storedRowBytes
         let row = UnsafeMutablePointer<UInt8>.allocate(capacity: stride)
         defer { row.deallocate() }
         let converter = BMPRowConverter(header: header)
-        for y in 0..<header.height {
-            let stored = header.topDown ? y : header.height - 1 - y
+        let rowBytes = header.width * 4
+        func output(_ stored: Int) -> UnsafeMutablePointer<UInt8> {
+            base + (header.topDown ? stored : header.height - 1 - stored) * rowBytes
+        }
+        for stored in 0..<header.height {
             let got = reader.read(at: header.pixelOffset + stored * stride, into: row, count: stride)
-            let output = base + y * header.width * 4
             if got < stride {
                 guard allowsTruncatedData else {
-                    throw ImageDecodingError(.truncated, format: .bmp, message: "pixel data ends at row \(y)")
+                    throw ImageDecodingError(
+                        .truncated, format: .bmp, message: "pixel data ends at stored row \(stored)")
                 }
-                (row + got).initialize(repeating: 0, count: stride - got)
+                for missing in stored..<header.height { output(missing).initialize(repeating: 0, count: rowBytes) }
+                return true
             }
-            alphaSeen |= converter.convert(row, into: output)
+            alphaSeen |= converter.convert(row, into: output(stored))
         }
+        return false
     }
 }
 

@@ -61,9 +61,11 @@ public struct DecodingOptions: Sendable, Hashable {
     public var limits = DecodingLimits()
     /// The frames to decode. Default: all of them, so an animation stays animated.
     public var frames: FrameSelection = .all
-    /// When `true`, data that ends early yields the part that was decoded (the rest
-    /// transparent, or grey for JPEG) instead of ``ImageDecodingError/Reason/truncated``.
-    /// WebP, whose library decodes only whole files, still throws.
+    /// When `true`, data that ends early yields the part that was decoded instead of
+    /// ``ImageDecodingError/Reason/truncated``: the rest is transparent, except in a JPEG,
+    /// where libjpeg fills it with flat colour from the last data it saw. A PNG keeps the
+    /// rows libpng could finish (it reads image data in pieces of up to 8 KiB); a TIFF
+    /// keeps whole strips. WebP, whose library decodes only whole files, still throws.
     public var allowsTruncatedData = false
 
     public init(

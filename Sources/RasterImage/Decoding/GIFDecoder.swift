@@ -80,7 +80,9 @@ enum GIFDecoder: FormatDecoder {
                     try file.readImage(descriptor, transparentIndex: control.transparentIndex, into: &canvas)
                 } catch let error as ImageDecodingError where options.allowsTruncatedData && error.reason == .truncated
                 {
+                    // Rows that did not arrive keep what was under them (transparent, on the first frame).
                     frames.append(.init(pixels: canvas.pixels, duration: control.delay))
+                    hasAlpha = true
                     break decoding
                 }
                 if options.frames.returns(frameIndex) {

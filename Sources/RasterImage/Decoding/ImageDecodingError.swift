@@ -23,6 +23,8 @@ public struct ImageDecodingError: Error, Sendable, Hashable, CustomStringConvert
         case tooManyPixels(width: Int, height: Int, limit: Int)
         /// An animation has more frames than ``DecodingLimits/maxFrames``.
         case tooManyFrames(limit: Int)
+        /// A progressive JPEG has more scans than ``DecodingLimits/maxProgressiveScans``.
+        case tooManyScans(limit: Int)
         /// All frames together would take more than ``DecodingLimits/maxTotalBytes``.
         case tooManyBytes(bytes: Int, limit: Int)
         /// The data ends before the image does.
@@ -63,6 +65,7 @@ public struct ImageDecodingError: Error, Sendable, Hashable, CustomStringConvert
                 ? "\(name) has an invalid size \(width)x\(height)"
                 : "\(name) is \(width)x\(height), more than the limit of \(limit) pixels"
         case .tooManyFrames(let limit): text = "\(name) has more than \(limit) frames"
+        case .tooManyScans(let limit): text = "\(name) has more than \(limit) progressive scans"
         case .tooManyBytes(let bytes, let limit):
             text = "\(name) frames need \(bytes) bytes decoded, more than the limit of \(limit)"
         case .truncated: text = "\(name) data is truncated"

@@ -62,12 +62,8 @@ final class JPEGReadSession {
                 buffer.count)
         }
         state.pointee.max_scans = Int32(clamping: limits.maxProgressiveScans)
-        guard status == 0 else {
-            let error = failure()
-            inputBuffer?.deallocate()
-            state.deallocate()
-            throw error
-        }
+        // On failure deinit releases the state and buffer: every stored property is set.
+        guard status == 0 else { throw failure() }
     }
 
     deinit {
@@ -90,9 +86,12 @@ final class JPEGReadSession {
     }
 
     func failure() -> ImageDecodingError {
+        if state.pointee.exceeded_max_scans != 0 {
+            return ImageDecodingError(.tooManyScans(limit: Int(state.pointee.max_scans)), format: .jpeg)
+        }
         let message = CString.decode(&state.pointee.message)
         let reason: ImageDecodingError.Reason =
-            state.pointee.exceeded_max_scans != 0 ? .unsupported : reachedEndOfData ? .truncated : .corrupt
+            reachedEndOfData ? .truncated : .corrupt
         return ImageDecodingError(reason, format: .jpeg, message: "libjpeg: \(message)")
     }
 

@@ -78,9 +78,8 @@ final class PNGReadSession {
         let read: cpng_read_fn = { context, buffer, count in
             size_t(ByteReader.from(context).read(into: buffer!, count: Int(count)))
         }
+        // On failure deinit releases the state: every stored property is set.
         if cpng_reader_init(state, read, reader.context) != 0 {
-            cpng_reader_destroy(state)
-            state.deallocate()
             throw ImageDecodingError(.corrupt, format: .png, message: "libpng could not start")
         }
     }

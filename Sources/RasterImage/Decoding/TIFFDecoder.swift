@@ -141,11 +141,8 @@ final class TIFFFile {
         }
         // No single libtiff buffer may exceed what the largest allowed page needs.
         let cap = UInt64(max(64 << 20, limits.maxPixelsPerFrame)) * 8
-        guard ctiff_open(handle, cap) == 0 else {
-            let error = failure(.corrupt)
-            handle.deallocate()
-            throw error
-        }
+        // On failure deinit closes and frees the handle: every stored property is set.
+        guard ctiff_open(handle, cap) == 0 else { throw failure(.corrupt) }
     }
 
     deinit {
@@ -323,6 +320,7 @@ final class TIFFFile {
     }
 
     func readStrip(_ index: Int, into buffer: UnsafeMutableRawPointer, size: Int) throws -> Int {
+        try checkBounds(of: index)
         let got = TIFFReadEncodedStrip(tiff, UInt32(index), buffer, tmsize_t(size))
         guard got >= 0 else { throw stripFailure(index) }
         return Int(got)
@@ -330,15 +328,28 @@ final class TIFFFile {
 
     func readTile(x: Int, y: Int, plane: Int, into buffer: UnsafeMutableRawPointer, size: Int) throws {
         let index = TIFFComputeTile(tiff, UInt32(x), UInt32(y), 0, UInt16(plane))
+        try checkBounds(of: Int(index))
         guard TIFFReadEncodedTile(tiff, index, buffer, tmsize_t(size)) >= 0 else { throw stripFailure(Int(index)) }
     }
 
-    /// A strip or tile that could not be read is truncated when it lies past the end of the data.
-    private func stripFailure(_ index: Int) -> ImageDecodingError {
+    /// Whether a strip or tile's bytes lie past the end of the data.
+    private func extendsPastEnd(_ index: Int) -> Bool {
         let offset = TIFFGetStrileOffset(tiff, UInt32(index))
         let count = TIFFGetStrileByteCount(tiff, UInt32(index))
         let (end, overflow) = offset.addingReportingOverflow(count)
-        if overflow || end > UInt64(reader.size) { handle.pointee.reached_end_of_data = 1 }
+        return overflow || end > UInt64(reader.size)
+    }
+
+    /// A strip or tile that claims bytes past the end of the data is truncated, even
+    /// where libtiff would decode what is there.
+    private func checkBounds(of index: Int) throws {
+        guard extendsPastEnd(index) else { return }
+        throw ImageDecodingError(
+            .truncated, format: .tiff, message: "strip or tile \(index) extends past the end of the data")
+    }
+
+    private func stripFailure(_ index: Int) -> ImageDecodingError {
+        if extendsPastEnd(index) { handle.pointee.reached_end_of_data = 1 }
         return failure(.corrupt)
     }
 }

@@ -21,7 +21,9 @@ enum WebPDecoder: FormatDecoder {
 
     static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {
         try reader.withContiguousBytes { bytes in
+            // The bitstream header's size is checked before the container is parsed or anything allocated.
             let features = try WebPContainer.features(bytes)
+            try options.limits.check(width: Int(features.width), height: Int(features.height), format: .webp)
             let container = try WebPContainer(bytes)
             if features.has_animation != 0 {
                 return try decodeAnimation(bytes, container: container, options: options)
@@ -30,7 +32,6 @@ enum WebPDecoder: FormatDecoder {
                 throw ImageDecodingError(.frameOutOfRange(index: n, count: 1), format: .webp)
             }
             let (width, height) = (Int(features.width), Int(features.height))
-            try options.limits.check(width: width, height: height, format: .webp)
             let bytesPerRow = width * 4
             let pixels = try PixelBuffer.make(count: bytesPerRow * height) { base in
                 try decodeStill(bytes, into: base, width: width, height: height, bytesPerRow: bytesPerRow)
