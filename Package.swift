@@ -48,6 +48,11 @@ let package = Package(
             name: "RasterImageTests",
             dependencies: ["RasterImage"]
         ),
+        .testTarget(
+            name: "CommandLineTests",
+            // Runs the built executable; the dependency makes sure it is built first.
+            dependencies: ["RasterImage", "ImageLoaderCLI"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,137 @@
+import Foundation
+import RasterImage
+import Testing
+
+@Suite("The imageloader command")
+struct CommandLineTests {
+    @Test("info prints one JSON object with the header's facts")
+    func info() throws {
+        let result = try Command.run(["info", Command.fixture("images/jpeg-orientation6.jpg")])
+        #expect(result.status == 0)
+        #expect(result.stdout.split(separator: "\n").count == 1)
+        let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as! [String: Any]
+        #expect(json["format"] as? String == "jpeg")
+        #expect(json["width"] as? Int == 48)
+        #expect(json["height"] as? Int == 32)
+        #expect(json["frames"] as? Int == 1)
+        #expect(json["hasAlpha"] as? Bool == false)
+        #expect(json["orientation"] as? Int == 6)
+        #expect(json["contentType"] as? String == "image/jpeg")
+    }
+
+    @Test("info counts frames and sees transparency")
+    func infoAnimation() throws {
+        let result = try Command.run(["info", Command.fixture("images/gif-animation.gif")])
+        let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as! [String: Any]
+        #expect(json["frames"] as? Int == 5)
+        #expect(json["hasAlpha"] as? Bool == true)
+    }
+
+    @Test("decode writes the chosen frame as an 8-bit RGBA PNG with the reference's pixels")
+    func decodeFrame() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let output = directory.appendingPathComponent("frame2.png").path
+        let result = try Command.run([
+            "decode", Command.fixture("images/gif-animation.gif"), "-o", output, "--frame", "2",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: output)))
+        #expect(bytes[24] == 8 && bytes[25] == 6)  // IHDR: 8 bits, RGBA
+        let decoded = try ImageDecoder().decode(.bytes(bytes))
+        let expected = [UInt8](
+            try Data(contentsOf: URL(fileURLWithPath: Command.fixture("expected/gif-animation.f2.rgba"))))
+        #expect(decoded.pixels == expected)
+    }
+
+    @Test("decode keeps the pixels as stored: no orientation applied")
+    func decodeKeepsOrientation() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let output = directory.appendingPathComponent("page.png").path
+        #expect(try Command.run(["decode", Command.fixture("images/tiff-orientation6.tif"), "-o", output]).status == 0)
+        let decoded = try ImageDecoder().decode(.file(path: output))
+        #expect(decoded.width == 48 && decoded.height == 32)
+        let expected = [UInt8](
+            try Data(contentsOf: URL(fileURLWithPath: Command.fixture("expected/tiff-orientation6.rgba"))))
+        #expect(decoded.pixels == expected)
+    }
+
+    @Test("decode picks TIFF pages")
+    func decodePage() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let output = directory.appendingPathComponent("page1.png").path
+        let result = try Command.run([
+            "decode", Command.fixture("images/tiff-pages-sizes.tif"), "-o", output, "--frame", "1",
+        ])
+        #expect(result.status == 0)
+        let decoded = try ImageDecoder().decode(.file(path: output))
+        #expect(decoded.width == 24 && decoded.height == 40)
+    }
+
+    @Test("validate accepts good files and reports each bad one on its own line")
+    func validate() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let good = [
+            "png-rgba8.png", "jpeg-420.jpg", "gif-animation.gif", "tiff-multipage.tif", "webp-animation.webp",
+            "bmp-rle4.bmp",
+        ]
+        .map { Command.fixture("images/" + $0) }
+        #expect(try Command.run(["validate"] + good).status == 0)
+
+        let cut = directory.appendingPathComponent("cut.png").path
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: good[0]))
+        try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: cut))
+        let text = directory.appendingPathComponent("notes.png").path
+        try Data("not an image".utf8).write(to: URL(fileURLWithPath: text))
+        let result = try Command.run(["validate", good[0], cut, text, good[1]])
+        #expect(result.status == 1)
+        #expect(result.stderrLines.count == 2)
+        #expect(
+            result.stderrLines.first?.contains("cut.png") == true
+                && result.stderrLines.first?.contains("truncated") == true)
+        #expect(result.stderrLines.last?.contains("notes.png") == true)
+    }
+
+    @Test("validate checks the declared content type")
+    func validateContentType() throws {
+        let png = Command.fixture("images/png-rgb8.png")
+        #expect(try Command.run(["validate", png, "--content-type", "image/png"]).status == 0)
+        let mismatch = try Command.run(["validate", png, "--content-type", "image/jpeg"])
+        #expect(mismatch.status == 1)
+        #expect(mismatch.stderr.contains("declared as image/jpeg"))
+        let refused = try Command.run(["validate", png, "--accept", "image/gif"])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("not accepted"))
+    }
+
+    @Test(
+        "failures exit 1 with one line on stderr, never a crash",
+        arguments: [
+            ["decode", "/nonexistent.png"],
+            ["info", "/etc/hostname"],
+            ["decode", "hostile/png-30000x30000.png"],
+            ["decode", "hostile/jpeg-50000x50000.jpg"],
+            ["decode", "hostile/gif-65535x65535.gif"],
+            ["decode", "hostile/tiff-absurd-strips.tif"],
+            ["decode", "hostile/bmp-width-2^31.bmp"],
+            ["decode", "hostile/webp-16383x16383.webp"],
+            ["decode", "images/gif-animation.gif", "--frame", "9"],
+        ])
+    func failures(_ arguments: [String]) throws {
+        let resolved = arguments.map { $0.hasPrefix("hostile/") || $0.hasPrefix("images/") ? Command.fixture($0) : $0 }
+        let result = try Command.run(resolved)
+        #expect(!result.crashed)
+        #expect(result.status == 1)
+        #expect(result.stderrLines.count == 1, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("imageloader: "))
+        #expect(!result.stderr.contains("Fatal") && !result.stderr.contains("Backtrace"))
+        #expect(result.stdout.isEmpty)
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+
+/// Runs the built `imageloader` executable and collects what it printed.
+struct CommandResult {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+    let crashed: Bool
+
+    var stderrLines: [Substring] { stderr.split(separator: "\n") }
+}
+
+enum Command {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static let fixtures = repository.appendingPathComponent("Fixtures").path
+
+    /// The executable next to the test bundle (the build products folder).
+    static let executable: URL = {
+        let candidates = [
+            Bundle.main.bundleURL.appendingPathComponent("imageloader"),
+            Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("imageloader"),
+            repository.appendingPathComponent(".build/debug/imageloader"),
+        ]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
+    }()
+
+    static func run(_ arguments: [String]) throws -> CommandResult {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return CommandResult(
+            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self),
+            crashed: process.terminationReason == .uncaughtSignal)
+    }
+
+    static func fixture(_ relative: String) -> String { fixtures + "/" + relative }
+}
