@@ -35,11 +35,11 @@ struct ValidateCommand: ParsableCommand {
                 let source = ImageSource.file(path: file)
                 let head = try source.leadingBytes()
                 let format = try types.validate(head, declaredContentType: contentType)
-                let image = try decoder.decode(source)
+                // Every frame of an animation and every page of a TIFF.
+                let pages = try decoder.decodePages(source)
                 if verbose {
-                    print(
-                        "\(file): ok (\(format.contentType), \(image.width)x\(image.height), \(image.frames.count) frames)"
-                    )
+                    let frames = pages.reduce(0) { $0 + $1.frames.count }
+                    print("\(file): ok (\(format.contentType), \(pages[0].width)x\(pages[0].height), \(frames) frames)")
                 }
             } catch {
                 bad += 1

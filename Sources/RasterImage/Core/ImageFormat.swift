@@ -7,6 +7,11 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
     case webp
     case bmp
 
+    /// The name people write: PNG, JPEG, GIF, TIFF, WebP, BMP.
+    public var displayName: String {
+        self == .webp ? "WebP" : rawValue.uppercased()
+    }
+
     /// The registered media type: `image/png`, `image/jpeg`, ...
     public var contentType: String {
         switch self {

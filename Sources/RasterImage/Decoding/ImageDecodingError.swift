@@ -53,7 +53,7 @@ public struct ImageDecodingError: Error, Sendable, Hashable, CustomStringConvert
 
     /// One line, suitable for a log or a command's error output.
     public var description: String {
-        let name = format.map { $0.rawValue.uppercased() } ?? "image"
+        let name = format.map(\.displayName) ?? "image"
         let text: String
         switch reason {
         case .empty: text = "no image data (0 bytes)"

@@ -22,7 +22,7 @@ public struct ImageEncodingError: Error, Sendable, Hashable, CustomStringConvert
     }
 
     public var description: String {
-        "cannot encode \(format.rawValue.uppercased()): \(message.replacingNewlines())"
+        "cannot encode \(format.displayName): \(message.replacingNewlines())"
     }
 }
 
