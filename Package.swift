@@ -34,8 +34,12 @@ let package = Package(
             providers: [.apt(["libwebp-dev"])]
         ),
         .target(
+            name: "CLCMS",
+            linkerSettings: [.linkedLibrary("lcms2")]
+        ),
+        .target(
             name: "RasterImage",
-            dependencies: ["CPNG", "CJPEG", "CGIF", "CTIFF", "CWebP"]
+            dependencies: ["CPNG", "CJPEG", "CGIF", "CTIFF", "CWebP", "CLCMS"]
         ),
         .executableTarget(
             name: "ImageLoaderCLI",

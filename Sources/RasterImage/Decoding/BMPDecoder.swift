@@ -35,8 +35,9 @@ enum BMPDecoder: FormatDecoder {
             var alphaSeen: UInt8 = 0
             var truncated = false
             pixels = try PixelBuffer.make(count: bytesPerRow * header.height) { base in
-                truncated = try decodeRows(
-                    header, reader, into: base, allowsTruncatedData: options.allowsTruncatedData, alphaSeen: &alphaSeen)
+                truncated = try readRows(
+                    header, reader, into: ImageBufferTarget(base, bytesPerRow: bytesPerRow),
+                    allowsTruncatedData: options.allowsTruncatedData, alphaSeen: &alphaSeen)
             }
             hasAlpha = hasAlpha || truncated
             if header.hasAlphaChannel && alphaSeen == 0 && !truncated {
@@ -59,33 +60,34 @@ enum BMPDecoder: FormatDecoder {
             iccProfile: header.iccProfile, format: .bmp, hasAlpha: hasAlpha)
     }
 
-    /// Uncompressed and bit-field rows, read one stored row at a time in file order.
-    /// Returns whether the data ended early (the missing rows are then transparent).
-    private static func decodeRows(
-        _ header: BMPHeader, _ reader: ByteReader, into base: UnsafeMutablePointer<UInt8>, allowsTruncatedData: Bool,
+    /// Uncompressed and bit-field rows, written top to bottom into `target`, each read
+    /// from where the file stores it. Returns whether data was missing (allowed only
+    /// with `allowsTruncatedData`; missing rows are then transparent).
+    static func readRows(
+        _ header: BMPHeader, _ reader: ByteReader, into target: RowTarget, allowsTruncatedData: Bool,
         alphaSeen: inout UInt8
     ) throws -> Bool {
         let stride = header.storedRowBytes
         let row = UnsafeMutablePointer<UInt8>.allocate(capacity: stride)
         defer { row.deallocate() }
         let converter = BMPRowConverter(header: header)
-        let rowBytes = header.width * 4
-        func output(_ stored: Int) -> UnsafeMutablePointer<UInt8> {
-            base + (header.topDown ? stored : header.height - 1 - stored) * rowBytes
-        }
-        for stored in 0..<header.height {
+        var truncated = false
+        for y in 0..<header.height {
+            let stored = header.topDown ? y : header.height - 1 - y
             let got = reader.read(at: header.pixelOffset + stored * stride, into: row, count: stride)
             if got < stride {
                 guard allowsTruncatedData else {
                     throw ImageDecodingError(
                         .truncated, format: .bmp, message: "pixel data ends at stored row \(stored)")
                 }
-                for missing in stored..<header.height { output(missing).initialize(repeating: 0, count: rowBytes) }
-                return true
+                target.fillMissing(y, count: 1)
+                truncated = true
+                continue
             }
-            alphaSeen |= converter.convert(row, into: output(stored))
+            alphaSeen |= converter.convert(row, into: target.rows(y, count: 1))
+            target.commit(y, count: 1)
         }
-        return false
+        return truncated
     }
 }
 

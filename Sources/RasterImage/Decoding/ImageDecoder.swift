@@ -210,7 +210,6 @@ final class PageFaulter {
     /// Buffers smaller than this come from the heap, mostly already mapped.
     static let minimumBytes = 8 << 20
     private static let running = Atomic<Int>(0)
-    private static let cores = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
 
     private init(range: UnsafeMutableRawBufferPointer) {
         self.range = range
@@ -222,7 +221,7 @@ final class PageFaulter {
         let start = (Int(bitPattern: base) + page - 1) & ~(page - 1)
         let end = (Int(bitPattern: base) + buffer.count) & ~(page - 1)
         guard end > start, let aligned = UnsafeMutableRawPointer(bitPattern: start) else { return nil }
-        guard running.add(1, ordering: .relaxed).newValue <= cores else {
+        guard running.add(1, ordering: .relaxed).newValue <= ProcessorCount.online else {
             running.subtract(1, ordering: .relaxed)
             return nil
         }

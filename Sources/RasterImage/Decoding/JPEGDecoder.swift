@@ -27,7 +27,9 @@ enum JPEGDecoder: FormatDecoder {
         let (width, height) = (session.outputWidth, session.outputHeight)
         let bytesPerRow = width * 4
         let pixels = try PixelBuffer.make(count: bytesPerRow * height) { base in
-            try session.readRows(into: base, bytesPerRow: bytesPerRow, allowsTruncatedData: options.allowsTruncatedData)
+            try session.readRows(
+                into: ImageBufferTarget(base, bytesPerRow: bytesPerRow),
+                allowsTruncatedData: options.allowsTruncatedData)
         }
         return RasterImage(
             validatedWidth: width, height: height, bytesPerRow: bytesPerRow, frames: [.init(pixels: pixels)],
@@ -101,7 +103,8 @@ final class JPEGReadSession {
 
     /// Chooses the output: RGBA straight from libjpeg, or CMYK converted here.
     /// `scaleDenominator` asks libjpeg's DCT scaling for 1/2, 1/4 or 1/8 size.
-    func start(scaleDenominator: Int = 1) throws {
+    func start(scaleDenominator: Int = 1, keepingCMYK: Bool = false) throws {
+        keepsCMYK = keepingCMYK && isCMYK
         state.pointee.cinfo.out_color_space = isCMYK ? JCS_CMYK : JCS_EXT_RGBA
         state.pointee.cinfo.scale_num = 1
         state.pointee.cinfo.scale_denom = UInt32(scaleDenominator)
@@ -123,35 +126,42 @@ final class JPEGReadSession {
             }
             guard status == 0 else { throw failure() }
             if got == 0 { break }
-            if isCMYK { convertCMYK(first + done * bytesPerRow, rows: Int(got), bytesPerRow: bytesPerRow) }
+            if isCMYK && !keepsCMYK {
+                convertCMYK(first + done * bytesPerRow, rows: Int(got), bytesPerRow: bytesPerRow)
+            }
             done += Int(got)
         }
         return done
     }
 
-    /// Reads the whole output into `base`. Data that ends early is an error unless allowed
-    /// (libjpeg then fills the rest with grey).
-    func readRows(into base: UnsafeMutablePointer<UInt8>, bytesPerRow: Int, allowsTruncatedData: Bool) throws {
+    /// Reads the whole output into `target`. Data that ends early is an error unless
+    /// allowed (libjpeg then makes up flat colour for the rest).
+    func readRows(into target: RowTarget, allowsTruncatedData: Bool) throws {
         var y = 0
-        let batch = 16
         while y < outputHeight {
-            let count = min(batch, outputHeight - y)
-            let got = try readRows(base + y * bytesPerRow, count: count, bytesPerRow: bytesPerRow)
+            let count = min(16, target.maxRows, outputHeight - y)
+            let got = try readRows(target.rows(y, count: count), count: count, bytesPerRow: target.bytesPerRow)
             if got == 0 { break }
+            target.commit(y, count: got)
             y += got
         }
-        if y < outputHeight {
-            (base + y * bytesPerRow).initialize(repeating: 0, count: (outputHeight - y) * bytesPerRow)
-        }
+        if y < outputHeight { target.fillMissing(y, count: outputHeight - y) }
         if reachedEndOfData && !allowsTruncatedData {
             throw ImageDecodingError(.truncated, format: .jpeg, message: "libjpeg: premature end of data")
         }
     }
 
+    /// Whether CMYK rows are handed over as stored (for a colour-managed conversion)
+    /// instead of converted to RGB here.
+    private(set) var keepsCMYK = false
+
+    /// Adobe files (and every YCCK file) store the inks inverted.
+    var cmykIsInverted: Bool { state.pointee.cinfo.saw_Adobe_marker != 0 }
+
     /// CMYK to RGB in place, `(255 - C) * (255 - K) / 255`. Adobe files (and every
     /// YCCK file) store the inks inverted, which libjpeg leaves as it found them.
     private func convertCMYK(_ base: UnsafeMutablePointer<UInt8>, rows: Int, bytesPerRow: Int) {
-        let inverted = state.pointee.cinfo.saw_Adobe_marker != 0
+        let inverted = cmykIsInverted
         for y in 0..<rows {
             ColorConversion.cmykToRGBA(base + y * bytesPerRow, count: outputWidth, inverted: inverted)
         }

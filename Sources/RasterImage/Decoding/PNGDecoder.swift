@@ -27,34 +27,48 @@ enum PNGDecoder: FormatDecoder {
         let pixels = try PixelBuffer.make(count: bytesPerRow * height) { base in
             // Interlaced passes fill a row a few pixels at a time: start from transparent.
             if passes > 1 { base.initialize(repeating: 0, count: bytesPerRow * height) }
-            for _ in 0..<passes {
-                for y in 0..<height {
-                    do {
-                        try session.readRow(into: base + y * bytesPerRow)
-                    } catch let error as ImageDecodingError {
-                        guard options.allowsTruncatedData, error.reason == .truncated else { throw error }
-                        if passes == 1 {
-                            (base + y * bytesPerRow).initialize(repeating: 0, count: bytesPerRow * (height - y))
-                        }
-                        truncated = true
-                        return
-                    }
-                }
-            }
+            truncated = try readRows(
+                session, passes: passes, height: height, into: ImageBufferTarget(base, bytesPerRow: bytesPerRow),
+                allowsTruncatedData: options.allowsTruncatedData)
         }
-        var orientation = header.orientation
-        if !truncated {
-            do {
-                try session.readEnd()
-            } catch let error as ImageDecodingError {
-                if !(options.allowsTruncatedData && error.reason == .truncated) { throw error }
-            }
-            orientation = orientation ?? session.trailingOrientation()
-        }
+        let orientation = try finish(session, header: header, truncated: truncated, options.allowsTruncatedData)
         return RasterImage(
             validatedWidth: width, height: height, bytesPerRow: bytesPerRow, frames: [.init(pixels: pixels)],
-            alphaMode: .straight, loopCount: 1, orientation: orientation ?? .up, iccProfile: header.iccProfile,
-            format: .png, hasAlpha: header.hasAlpha)
+            alphaMode: .straight, loopCount: 1, orientation: orientation, iccProfile: header.iccProfile,
+            format: .png, hasAlpha: header.hasAlpha || truncated)
+    }
+
+    /// Reads every row of every pass into `target`. Returns whether the data ended early
+    /// (allowed only with `allowsTruncatedData`; the missing rows are then transparent).
+    static func readRows(
+        _ session: PNGReadSession, passes: Int, height: Int, into target: RowTarget, allowsTruncatedData: Bool
+    ) throws -> Bool {
+        for pass in 0..<passes {
+            for y in 0..<height {
+                do {
+                    try session.readRow(into: target.rows(y, count: 1))
+                } catch let error as ImageDecodingError where allowsTruncatedData && error.reason == .truncated {
+                    // Interlaced rows were cleared before the first pass; plain ones are missing from here.
+                    if passes == 1 { target.fillMissing(y, count: height - y) }
+                    return true
+                }
+                if pass == passes - 1 { target.commit(y, count: 1) }
+            }
+        }
+        return false
+    }
+
+    /// Reads the chunks after the image data; returns the orientation (an eXIf may come late).
+    static func finish(
+        _ session: PNGReadSession, header: PNGReadSession.Header, truncated: Bool, _ allowsTruncatedData: Bool
+    ) throws -> Orientation {
+        guard !truncated else { return header.orientation ?? .up }
+        do {
+            try session.readEnd()
+        } catch let error as ImageDecodingError where allowsTruncatedData && error.reason == .truncated {
+            return header.orientation ?? .up
+        }
+        return header.orientation ?? session.trailingOrientation() ?? .up
     }
 }
 

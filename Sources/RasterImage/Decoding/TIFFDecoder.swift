@@ -227,28 +227,13 @@ final class TIFFFile {
         try options.limits.check(width: page.width, height: page.height, format: .tiff)
         let alphaMode: AlphaMode
         let pixels: [UInt8]
-        if let color = page.color {
+        var truncated = false
+        if page.color != nil {
             alphaMode = page.alpha?.associated == true ? .premultiplied : .straight
-            let converter = try TIFFRowConverter(page: page, color: color, colormap: colormap(page))
-            if Int32(page.photometric) == PHOTOMETRIC_YCBCR { _ = ctiff_set_jpeg_color_mode_rgb(tiff) }
-            var rows = try TIFFBandReader(file: self, page: page)
             pixels = try PixelBuffer.make(count: page.width * page.height * 4) { base in
-                var y = 0
-                while y < page.height {
-                    let band: TIFFBandReader.Band
-                    do {
-                        band = try rows.readBand(startingAt: y)
-                    } catch let error as ImageDecodingError
-                        where options.allowsTruncatedData && error.reason == .truncated
-                    {
-                        (base + y * page.width * 4).initialize(repeating: 0, count: (page.height - y) * page.width * 4)
-                        return
-                    }
-                    for row in 0..<band.rows {
-                        converter.convert(band.planes(row), into: base + (y + row) * page.width * 4)
-                    }
-                    y += band.rows
-                }
+                truncated = try readRows(
+                    page, into: ImageBufferTarget(base, bytesPerRow: page.width * 4),
+                    allowsTruncatedData: options.allowsTruncatedData)
             }
         } else {
             (pixels, alphaMode) = try decodeWithRGBAImage(page)
@@ -256,7 +241,33 @@ final class TIFFFile {
         return RasterImage(
             validatedWidth: page.width, height: page.height, bytesPerRow: page.width * 4,
             frames: [.init(pixels: pixels)], alphaMode: alphaMode, loopCount: 1, orientation: page.orientation,
-            iccProfile: page.iccProfile, format: .tiff, hasAlpha: page.alpha != nil)
+            iccProfile: page.iccProfile, format: .tiff, hasAlpha: page.alpha != nil || truncated)
+    }
+
+    /// Reads the selected page, which the decoder's own path handles (`page.color` is
+    /// set), into `target` as RGBA rows. Returns whether the data ended early (allowed
+    /// only with `allowsTruncatedData`; the missing rows are then transparent).
+    func readRows(_ page: TIFFPage, into target: RowTarget, allowsTruncatedData: Bool) throws -> Bool {
+        guard let color = page.color else { preconditionFailure("a layout for TIFFRGBAImage") }
+        let converter = try TIFFRowConverter(page: page, color: color, colormap: colormap(page))
+        if Int32(page.photometric) == PHOTOMETRIC_YCBCR { _ = ctiff_set_jpeg_color_mode_rgb(tiff) }
+        var bands = try TIFFBandReader(file: self, page: page)
+        var y = 0
+        while y < page.height {
+            let band: TIFFBandReader.Band
+            do {
+                band = try bands.readBand(startingAt: y)
+            } catch let error as ImageDecodingError where allowsTruncatedData && error.reason == .truncated {
+                target.fillMissing(y, count: page.height - y)
+                return true
+            }
+            for row in 0..<band.rows {
+                converter.convert(band.planes(row), into: target.rows(y + row, count: 1))
+                target.commit(y + row, count: 1)
+            }
+            y += band.rows
+        }
+        return false
     }
 
     private func colormap(_ page: TIFFPage) -> [UInt8]? {

@@ -1,0 +1,254 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How the channels of the rows a resize receives relate to their fourth channel.
+enum RowChannels {
+    /// RGBA with straight alpha: premultiplied on the way in, divided out on the way out.
+    case straightAlpha
+    /// RGBA already premultiplied, or opaque, or four channels that are not colour
+    /// and alpha (CMYK): all four are filtered alike.
+    case independent
+}
+
+/// Resizes an image whose rows arrive one at a time, top to bottom, holding only a
+/// few rows: a box pre-reduction by whole factors (every input pixel counted once),
+/// then the kernel for the rest, both separable. Pixels are filtered premultiplied,
+/// as floats, in the input's encoding or, when asked, in linear light.
+///
+/// Rows are 8-bit, 4 channels. The output is 8-bit RGBA in the input's alpha mode.
+final class StreamingResizer {
+    let inputWidth: Int
+    let inputHeight: Int
+    let outputWidth: Int
+    let outputHeight: Int
+    let boxX: Int
+    let boxY: Int
+    let channels: RowChannels
+    let linearLight: Bool
+
+    private let boxWidth: Int
+    private let boxHeight: Int
+    private let horizontal: ResampleWeights
+    private let vertical: ResampleWeights
+    /// Per box column: 1 / (pixels in the column group).
+    private let columnScale: [Float]
+
+    private let boxRow: UnsafeMutablePointer<SIMD4<Float>>
+    private let horizontalRow: UnsafeMutablePointer<SIMD4<Float>>
+    private let ring: UnsafeMutablePointer<SIMD4<Float>>
+    private let ringCapacity: Int
+
+    /// The output rows this resizer makes, and the input rows they need.
+    let outputRows: Range<Int>
+    let inputRows: Range<Int>
+
+    private var rowsInBox = 0
+    private var inputRowsSeen: Int
+    private var boxRowsDone: Int
+    private var nextOutputRow: Int
+    private(set) var output: [UInt8]
+
+    /// Box factors leave the kernel a reduction of at least 2 (when there is that much to do).
+    static func boxFactor(input: Int, output: Int) -> Int {
+        max(1, input / (output * 2))
+    }
+
+    /// A resize of the whole image, or of the band `outputRows` of it (then only the
+    /// input rows in ``inputRows`` are to be given).
+    init(
+        inputWidth: Int, inputHeight: Int, outputWidth: Int, outputHeight: Int, kernel: ResamplingKernel,
+        channels: RowChannels, linearLight: Bool, outputRows: Range<Int>? = nil
+    ) {
+        self.inputWidth = inputWidth
+        self.inputHeight = inputHeight
+        self.outputWidth = outputWidth
+        self.outputHeight = outputHeight
+        self.channels = channels
+        self.linearLight = linearLight
+        boxX = kernel == .box ? 1 : StreamingResizer.boxFactor(input: inputWidth, output: outputWidth)
+        boxY = kernel == .box ? 1 : StreamingResizer.boxFactor(input: inputHeight, output: outputHeight)
+        boxWidth = (inputWidth + boxX - 1) / boxX
+        boxHeight = (inputHeight + boxY - 1) / boxY
+        horizontal = ResampleWeights(inputSize: boxWidth, outputSize: outputWidth, kernel: kernel)
+        vertical = ResampleWeights(inputSize: boxHeight, outputSize: outputHeight, kernel: kernel)
+        let (width, boxX) = (inputWidth, boxX)
+        columnScale = (0..<boxWidth).map { 1 / Float(min(boxX, width - $0 * boxX)) }
+        boxRow = .allocate(capacity: boxWidth)
+        boxRow.initialize(repeating: .zero, count: boxWidth)
+        horizontalRow = .allocate(capacity: boxWidth)
+        ringCapacity = vertical.maxTaps + 1
+        ring = .allocate(capacity: ringCapacity * outputWidth)
+        ring.initialize(repeating: .zero, count: ringCapacity * outputWidth)
+        let band = outputRows ?? 0..<outputHeight
+        self.outputRows = band
+        let firstBoxRow = band.isEmpty ? 0 : vertical.starts[band.lowerBound]
+        let verticalTaps = vertical
+        let endBoxRow = band.map { verticalTaps.starts[$0] + verticalTaps.counts[$0] }.max() ?? firstBoxRow
+        inputRows = (firstBoxRow * boxY)..<min(inputHeight, endBoxRow * boxY)
+        inputRowsSeen = inputRows.lowerBound
+        boxRowsDone = firstBoxRow
+        nextOutputRow = band.lowerBound
+        output = [UInt8](repeating: 0, count: outputWidth * band.count * 4)
+    }
+
+    deinit {
+        boxRow.deallocate()
+        horizontalRow.deallocate()
+        ring.deallocate()
+    }
+
+    /// Whether every input row has arrived.
+    var isComplete: Bool { inputRowsSeen == inputRows.upperBound }
+
+    /// Takes the next input row (`inputWidth` pixels, 4 bytes each).
+    func consume(_ row: UnsafePointer<UInt8>) {
+        precondition(inputRowsSeen < inputRows.upperBound, "more rows than the resize needs")
+        accumulate(row)
+        inputRowsSeen += 1
+        rowsInBox += 1
+        if rowsInBox == boxY || inputRowsSeen == inputHeight || inputRowsSeen == inputRows.upperBound {
+            finishBoxRow()
+        }
+    }
+
+    /// Takes `count` rows, `bytesPerRow` apart.
+    func consume(_ rows: UnsafePointer<UInt8>, count: Int, bytesPerRow: Int) {
+        for i in 0..<count { consume(rows + i * bytesPerRow) }
+    }
+
+    /// Adds one input row, reduced horizontally by the box factor, into the box row.
+    private func accumulate(_ row: UnsafePointer<UInt8>) {
+        let (boxX, width) = (self.boxX, inputWidth)
+        let straight = channels == .straightAlpha
+        if linearLight {
+            let table = SRGBTransfer.toLinear255
+            table.withUnsafeBufferPointer { lut in
+                for column in 0..<boxWidth {
+                    var sum = SIMD4<Float>.zero
+                    var p = row + column * boxX * 4
+                    for _ in 0..<min(boxX, width - column * boxX) {
+                        var v = SIMD4<Float>(lut[Int(p[0])], lut[Int(p[1])], lut[Int(p[2])], Float(p[3]))
+                        if straight { v *= SIMD4(v[3], v[3], v[3], 255) * (1 / 255) }
+                        sum += v
+                        p += 4
+                    }
+                    boxRow[column] += sum
+                }
+            }
+        } else if straight {
+            for column in 0..<boxWidth {
+                var sum = SIMD4<Float>.zero
+                var p = row + column * boxX * 4
+                for _ in 0..<min(boxX, width - column * boxX) {
+                    let v = SIMD4<Float>(Float(p[0]), Float(p[1]), Float(p[2]), Float(p[3]))
+                    sum += v * SIMD4(v[3], v[3], v[3], 255) * (1 / 255)
+                    p += 4
+                }
+                boxRow[column] += sum
+            }
+        } else {
+            for column in 0..<boxWidth {
+                var sum = SIMD4<Float>.zero
+                var p = row + column * boxX * 4
+                for _ in 0..<min(boxX, width - column * boxX) {
+                    sum += SIMD4<Float>(Float(p[0]), Float(p[1]), Float(p[2]), Float(p[3]))
+                    p += 4
+                }
+                boxRow[column] += sum
+            }
+        }
+    }
+
+    /// Averages the box row, filters it horizontally into the ring, and emits every
+    /// output row whose taps have all arrived.
+    private func finishBoxRow() {
+        let rowScale = 1 / Float(rowsInBox)
+        for column in 0..<boxWidth {
+            horizontalRow[column] = boxRow[column] * (columnScale[column] * rowScale)
+            boxRow[column] = .zero
+        }
+        rowsInBox = 0
+        let target = ring + (boxRowsDone % ringCapacity) * outputWidth
+        horizontal.weights.withUnsafeBufferPointer { weights in
+            for x in 0..<outputWidth {
+                let start = horizontal.starts[x]
+                let taps = weights.baseAddress! + x * horizontal.maxTaps
+                var sum = SIMD4<Float>.zero
+                for i in 0..<horizontal.counts[x] { sum += horizontalRow[start + i] * taps[i] }
+                target[x] = sum
+            }
+        }
+        boxRowsDone += 1
+        while nextOutputRow < outputRows.upperBound
+            && vertical.starts[nextOutputRow] + vertical.counts[nextOutputRow] <= boxRowsDone
+        {
+            emit(nextOutputRow)
+            nextOutputRow += 1
+        }
+    }
+
+    private func emit(_ y: Int) {
+        let start = vertical.starts[y]
+        let count = vertical.counts[y]
+        let (width, capacity, straight, linear) = (outputWidth, ringCapacity, channels == .straightAlpha, linearLight)
+        vertical.weights.withUnsafeBufferPointer { weights in
+            output.withUnsafeMutableBufferPointer { out in
+                let taps = weights.baseAddress! + y * vertical.maxTaps
+                var o = out.baseAddress! + (y - outputRows.lowerBound) * width * 4
+                for x in 0..<width {
+                    var sum = SIMD4<Float>.zero
+                    for i in 0..<count { sum += ring[((start + i) % capacity) * width + x] * taps[i] }
+                    StreamingResizer.store(sum, into: o, straight: straight, linear: linear)
+                    o += 4
+                }
+            }
+        }
+    }
+
+    /// Quantises one filtered pixel, dividing alpha back out when the input was straight.
+    @inline(__always)
+    static func store(_ pixel: SIMD4<Float>, into out: UnsafeMutablePointer<UInt8>, straight: Bool, linear: Bool) {
+        let alpha = min(max(pixel[3], 0), 255)
+        var color = SIMD4(pixel[0], pixel[1], pixel[2], 0)
+        if straight {
+            // Ringing can push premultiplied colour above alpha; a colour never exceeds 255 once divided.
+            color = alpha > 0 ? color * (255 / alpha) : .zero
+        }
+        color = color.clamped(lowerBound: .zero, upperBound: SIMD4(repeating: 255))
+        if linear {
+            out[0] = SRGBTransfer.encode255(color[0])
+            out[1] = SRGBTransfer.encode255(color[1])
+            out[2] = SRGBTransfer.encode255(color[2])
+        } else {
+            out[0] = UInt8(color[0] + 0.5)
+            out[1] = UInt8(color[1] + 0.5)
+            out[2] = UInt8(color[2] + 0.5)
+        }
+        out[3] = UInt8(alpha + 0.5)
+    }
+
+    /// The resized pixels; every input row must have arrived.
+    func finish() -> [UInt8] {
+        precondition(isComplete && nextOutputRow == outputRows.upperBound, "the resize did not receive every row")
+        return output
+    }
+}
+
+/// The sRGB transfer function, on values scaled to 0...255.
+enum SRGBTransfer {
+    /// 8-bit sRGB to linear light, scaled to 0...255.
+    static let toLinear255: [Float] = (0..<256).map { value in
+        let c = Double(value) / 255
+        let linear = c <= 0.04045 ? c / 12.92 : pow((c + 0.055) / 1.055, 2.4)
+        return Float(linear * 255)
+    }
+
+    /// Linear light (0...255) to 8-bit sRGB, rounded.
+    @inline(__always)
+    static func encode255(_ linear: Float) -> UInt8 {
+        let l = Double(linear) / 255
+        let c = l <= 0.0031308 ? l * 12.92 : 1.055 * pow(l, 1 / 2.4) - 0.055
+        return UInt8(min(255, max(0, c * 255 + 0.5)))
+    }
+}
