@@ -7,7 +7,13 @@ Writes Fixtures/images/*, Fixtures/expected/*.rgba (raw 8-bit RGBA, straight alp
 unless the manifest says otherwise), Fixtures/hostile/* and Fixtures/manifest.json.
 Run once on a developer machine and commit the output; the tests only read it.
 Needs: Pillow, numpy, pypng, tifffile (pip); tiffcp (libtiff-tools), ImageMagick 6,
-gcc, libjpeg.
+gcc, libjpeg, liblcms2, and the profiles of Debian's icc-profiles-free.
+
+Thumbnails (manifest "thumbnails"): Pillow makes the references with the same
+algorithm the library documents: premultiplied alpha (Pillow's resize premultiplies
+RGBA), box reduction by floor(scale / 2) then the kernel (reducing_gap=2.0), JPEG
+DCT scaling through draft(), orientation through ImageOps.exif_transpose, colour
+through ImageCms (Little CMS), relative colorimetric with black point compensation.
 
 Where the references come from (never from this project's decoders):
   * "pillow": Pillow decodes the fixture (its wheels bundle their own libjpeg-turbo,
@@ -21,6 +27,7 @@ Where the references come from (never from this project's decoders):
     them, TIFF associated alpha kept premultiplied. For every lossless fixture
     the generator also checks that Pillow and the source agree where both apply.
 """
+import io
 import json
 import os
 import shutil
@@ -33,12 +40,14 @@ import zlib
 import numpy as np
 import png
 import tifffile
-from PIL import Image, ImageCms
+from PIL import Image, ImageCms, ImageOps
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 IMAGES = os.path.join(ROOT, "images")
 EXPECTED = os.path.join(ROOT, "expected")
 HOSTILE = os.path.join(ROOT, "hostile")
+PROFILES = os.path.join(ROOT, "profiles")
+THUMBNAILS = []
 TMP = tempfile.mkdtemp(prefix="fixtures.")
 MANIFEST = []
 
@@ -887,8 +896,204 @@ def hostile_fixtures():
     write("webp-16383x16383.webp", b"RIFF" + struct.pack("<I", len(body)) + body)
 
 
+# ---------------------------------------------------------------- thumbnails
+
+def make_profiles():
+    """Our own test profiles (Fixtures/tools/profiles.c) plus two from icc-profiles-free
+    (zlib licence): compatibleWithAdobeRGB1998.icc and Gray.icc."""
+    helper = os.path.join(TMP, "profiles")
+    subprocess.run(["gcc", "-O2", "-o", helper, os.path.join(ROOT, "tools", "profiles.c"), "-llcms2"], check=True)
+    subprocess.run([helper, PROFILES], check=True)
+    for name in ("compatibleWithAdobeRGB1998.icc", "Gray.icc"):
+        shutil.copy(os.path.join("/usr/share/color/icc", name), PROFILES)
+
+
+def profile_bytes(name):
+    return open(os.path.join(PROFILES, name), "rb").read()
+
+
+def pillow_resize(rgba_array, size, resample=Image.Resampling.LANCZOS, gap=2.0):
+    """Pillow's resize premultiplies RGBA and, with a reducing gap, box-reduces first."""
+    im = Image.fromarray(np.ascontiguousarray(rgba_array), "RGBA")
+    return np.asarray(im.resize(size, resample, reducing_gap=gap))
+
+
+def srgb_to_linear(v):
+    c = v / 255.0
+    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+
+
+def linear_to_srgb(v):
+    c = np.where(v <= 0.0031308, v * 12.92, 1.055 * np.power(np.clip(v, 0, None), 1 / 2.4) - 0.055)
+    return np.clip(np.floor(c * 255 + 0.5), 0, 255).astype(np.uint8)
+
+
+def pillow_resize_linear(rgba_array, size):
+    """Linear light: premultiplied linear floats, each plane resized by Pillow in mode F."""
+    a = rgba_array[..., 3].astype(np.float64) / 255
+    planes = [srgb_to_linear(rgba_array[..., c].astype(np.float64)) * a for c in range(3)] + [a]
+    out = []
+    for plane in planes:
+        im = Image.fromarray(plane.astype(np.float32), "F")
+        factor = int(min(im.width / size[0], im.height / size[1]) // 2)
+        box = (0, 0, im.width, im.height)
+        if factor > 1:  # reduce() has no F mode: the same box average by hand
+            h, w = plane.shape
+            trimmed = plane[: h // factor * factor, : w // factor * factor]
+            reduced = trimmed.reshape(h // factor, factor, w // factor, factor).mean(axis=(1, 3))
+            im = Image.fromarray(reduced.astype(np.float32), "F")
+            box = (0, 0, w / factor, h / factor)
+        out.append(np.asarray(im.resize(size, Image.Resampling.LANCZOS, box=box), np.float64))
+    alpha = np.clip(out[3], 0, 1)
+    safe = np.where(alpha > 0, alpha, 1)
+    rgb = [linear_to_srgb(np.where(alpha > 0, np.clip(out[c] / safe, 0, 1), 0)) for c in range(3)]
+    return np.dstack(rgb + [np.clip(np.floor(alpha * 255 + 0.5), 0, 255).astype(np.uint8)])
+
+
+def thumb(name, source, options, frames, reference, max_diff, mean_diff, **extra):
+    """A thumbnail expectation: decode `source` with `options`, compare with `frames`
+    (premultiplied). Pillow rounds and clamps to 8 bits between its horizontal and
+    vertical passes, the library keeps floats: on high-contrast noise that alone moves
+    a few pixels by up to 6-8 levels, hence the separate limits on the maximum and the mean."""
+    frames = [np.ascontiguousarray(f, dtype=np.uint8) for f in frames]
+    expected = []
+    for i, f in enumerate(frames):
+        rel = f"expected/thumb-{name}" + (f".f{i}" if len(frames) > 1 else "") + ".rgba"
+        with open(os.path.join(ROOT, rel), "wb") as out:
+            out.write(f.tobytes())
+        expected.append(rel)
+    entry = {"name": name, "source": os.path.relpath(source, ROOT), "options": options, "width": frames[0].shape[1],
+             "height": frames[0].shape[0], "frames": expected, "reference": reference, "maxDifference": max_diff,
+             "meanDifference": mean_diff}
+    entry.update(extra)
+    THUMBNAILS.append(entry)
+
+
+def thumbnail_fixtures():
+    make_profiles()
+    srgb = ImageCms.createProfile("sRGB")
+    intent = ImageCms.Intent.RELATIVE_COLORIMETRIC
+    bpc = ImageCms.Flags.BLACKPOINTCOMPENSATION
+
+    # A photo-like RGB image with fine detail, and the same with alpha.
+    w, h = 400, 300
+    rgb = base_rgb(w, h, 100)
+    y, x = np.mgrid[0:h, 0:w]
+    rgb[(x // 3 + y // 3) % 2 == 0, 2] //= 3  # a fine checker the kernel must not alias badly
+    alpha = base_alpha(w, h)
+    path = image_path("png-photo", "png")
+    Image.fromarray(rgb).save(path)
+    path_alpha = image_path("png-photo-alpha", "png")
+    Image.fromarray(rgba(rgb, alpha)).save(path_alpha)
+    # (Thumbnail sources only: their full-size pixels are not stored as references.)
+
+    thumb("lanczos3", path, {"maxPixelSize": 100}, [pillow_resize(rgba(rgb), (100, 75))], "pillow LANCZOS", 3, 0.6)
+    thumb("lanczos3-alpha", path_alpha, {"maxPixelSize": 100}, [pillow_resize(rgba(rgb, alpha), (100, 75))],
+          "pillow LANCZOS (premultiplied)", 4, 0.7)
+    thumb("bilinear", path, {"maxPixelSize": 100, "kernel": "bilinear"},
+          [pillow_resize(rgba(rgb), (100, 75), Image.Resampling.BILINEAR)], "pillow BILINEAR", 3, 0.6)
+    thumb("box", path, {"maxPixelSize": 100, "kernel": "box"},
+          [pillow_resize(rgba(rgb), (100, 75), Image.Resampling.BOX, None)], "pillow BOX", 2, 0.6)
+    thumb("linear-light", path_alpha, {"maxPixelSize": 100, "linearLight": True},
+          [pillow_resize_linear(rgba(rgb, alpha), (100, 75))], "pillow LANCZOS on linear floats", 4, 0.8)
+    filled = pillow_resize(rgba(rgb), (133, 100))[:, 16:116]
+    thumb("fill", path, {"width": 100, "height": 100, "fit": "fill"}, [filled], "pillow LANCZOS, centre crop", 6, 0.6)
+    thumb("no-upscaling", image_path("png-rgb8", "png"), {"maxPixelSize": 500},
+          [pillow_rgba(image_path("png-rgb8", "png"))], "the decoded image", 0, 0)
+
+    # Alpha fringes: transparent pixels are loud red; visible ones never are.
+    w, h = 200, 160
+    fringe = np.zeros((h, w, 4), np.uint8)
+    fringe[..., 0] = 255  # transparent red
+    fringe[:, w // 2:] = [0, 200, 0, 255]
+    y, x = np.mgrid[0:h, 0:w]
+    fringe[(x - w // 4) ** 2 + (y - h // 2) ** 2 < 30 ** 2] = [0, 0, 220, 255]
+    path = image_path("png-fringe", "png")
+    Image.fromarray(fringe).save(path)
+    record("png-fringe", path, "png", [fringe], "source")
+    thumb("alpha-fringe", path, {"maxPixelSize": 50}, [pillow_resize(fringe, (50, 40))],
+          "pillow LANCZOS (premultiplied)", 8, 0.5, maxVisibleRed=2)
+
+    # JPEG with DCT scaling on load: Pillow's draft() picks the same 1/4 scale.
+    big = base_rgb(800, 600, 101)
+    path = image_path("jpeg-800x600", "jpg")
+    Image.fromarray(big).save(path, quality=90)
+    im = Image.open(path)
+    im.draft("RGB", (200, 150))
+    assert im.size == (200, 150), im.size
+    reduced = np.asarray(im.convert("RGBA"))
+    thumb("jpeg-dct-scaled", path, {"maxPixelSize": 100}, [pillow_resize(reduced, (100, 75))],
+          "pillow draft(1/4) + LANCZOS", 4, 0.8)
+
+    # Every EXIF orientation, turned upright after shrinking.
+    for value in range(1, 9):
+        source = image_path(f"jpeg-orientation{value}", "jpg")
+        upright = ImageOps.exif_transpose(Image.open(source)).convert("RGBA")
+        size = (24, 16) if upright.width > upright.height else (16, 24)
+        thumb(f"orientation{value}", source, {"maxPixelSize": 24}, [pillow_resize(np.asarray(upright), size)],
+              "pillow exif_transpose + LANCZOS", 6, 1.0)
+    for name, ext in (("png-exif-icc", "png"), ("webp-exif-icc", "webp"), ("tiff-orientation6", "tif")):
+        source = image_path(name, ext)
+        decoded = np.asarray(Image.open(source).convert("RGBA")) if ext != "tif" else rgba(base_rgb(seed=41))
+        rotated = Image.fromarray(decoded).transpose(
+            {6: Image.Transpose.ROTATE_270, 8: Image.Transpose.ROTATE_90}[6 if ext != "webp" else 8])
+        size = (16, 24)
+        thumb(f"orientation-{ext}", source, {"maxPixelSize": 24}, [pillow_resize(np.asarray(rotated), size)],
+              "the decoded pixels turned by Pillow + LANCZOS", 6, 0.8)
+
+    # Animations keep every frame when asked.
+    anim = [np.fromfile(os.path.join(ROOT, f), np.uint8).reshape(H, W, 4)
+            for f in next(e for e in MANIFEST if e["name"] == "gif-animation")["frames"]]
+    thumb("gif-all-frames", image_path("gif-animation", "gif"), {"maxPixelSize": 24, "frames": "all"},
+          [pillow_resize(f, (24, 16)) for f in anim], "the composited frames + pillow LANCZOS", 8, 1.0,
+          durationsMs=[100, 200, 300, 400, 0], loopCount=3)
+    thumb("gif-first-frame", image_path("gif-animation", "gif"), {"maxPixelSize": 24},
+          [pillow_resize(anim[0], (24, 16))], "the first frame + pillow LANCZOS", 8, 1.0)
+    webp_frames = [pillow_rgba(image_path("webp-animation", "webp"), i) for i in range(4)]
+    thumb("webp-all-frames", image_path("webp-animation", "webp"), {"maxPixelSize": 24, "frames": "all"},
+          [pillow_resize(f, (24, 16)) for f in webp_frames], "pillow frames + LANCZOS", 8, 1.0,
+          durationsMs=[100, 150, 200, 250], loopCount=0)
+
+    # Colour: converted to sRGB by the embedded profile (sizes kept, so only colour differs).
+    def colour_case(name, image, profile_name, fmt, save_kw, mode_out="RGB"):
+        profile = profile_bytes(profile_name)
+        path = image_path(name, fmt)
+        image.save(path, icc_profile=profile, **save_kw)
+        decoded = Image.open(path)
+        src = ImageCms.ImageCmsProfile(io.BytesIO(profile))
+        converted = ImageCms.profileToProfile(decoded.convert(decoded.mode if decoded.mode != "RGBA" else "RGB"),
+                                              src, srgb, renderingIntent=intent, outputMode=mode_out, flags=bpc)
+        result = np.asarray(converted.convert("RGBA")).copy()
+        if decoded.mode == "RGBA":
+            result[..., 3] = np.asarray(decoded)[..., 3]
+        return path, result
+
+    swapped_src = rgba(base_rgb(W, H, 102), base_alpha())
+    path, expected = colour_case("png-icc-swapped", Image.fromarray(swapped_src), "swapped-rg.icc", "png", {})
+    record("png-icc-swapped", path, "png", [pillow_rgba(path)], "pillow", icc=profile_bytes("swapped-rg.icc"))
+    thumb("icc-swapped", path, {"maxPixelSize": 48}, [expected], "pillow ImageCms", 2, 0.5)
+    thumb("icc-kept", path, {"maxPixelSize": 48, "keepsColorProfile": True}, [pillow_rgba(path)],
+          "the decoded pixels", 0, 0, keepsProfile="swapped-rg.icc")
+    path, expected = colour_case("jpeg-icc-adobergb", Image.fromarray(base_rgb(W, H, 103)),
+                                 "compatibleWithAdobeRGB1998.icc", "jpg", {"quality": 92})
+    record("jpeg-icc-adobergb", path, "jpeg", [pillow_rgba(path)], "pillow", tolerance=JPEG_TOLERANCE,
+           has_alpha=False, icc=profile_bytes("compatibleWithAdobeRGB1998.icc"))
+    thumb("icc-adobergb", path, {"maxPixelSize": 48}, [expected], "pillow ImageCms", 3, 0.6)
+    cmyk = np.dstack([255 - base_rgb(W, H, 104), np.random.default_rng(105).integers(0, 60, (H, W))]).astype(np.uint8)
+    path, expected = colour_case("jpeg-cmyk-icc", Image.fromarray(cmyk, "CMYK"), "warm-cmyk.icc", "jpg",
+                                 {"quality": 92})
+    record("jpeg-cmyk-icc", path, "jpeg", [pillow_rgba(path)], "pillow", tolerance=JPEG_TOLERANCE, has_alpha=False,
+           icc=profile_bytes("warm-cmyk.icc"))
+    thumb("icc-cmyk", path, {"maxPixelSize": 48}, [expected], "pillow ImageCms (CMYK)", 3, 0.6)
+    path, expected = colour_case("jpeg-gray-icc", Image.fromarray(base_rgb(W, H, 106)[..., 0]), "Gray.icc", "jpg",
+                                 {"quality": 92})
+    record("jpeg-gray-icc", path, "jpeg", [pillow_rgba(path)], "pillow", tolerance=JPEG_TOLERANCE, has_alpha=False,
+           icc=profile_bytes("Gray.icc"))
+    thumb("icc-gray", path, {"maxPixelSize": 48}, [expected], "pillow ImageCms (gray)", 3, 0.6)
+
+
 def main():
-    for folder in (IMAGES, EXPECTED, HOSTILE):
+    for folder in (IMAGES, EXPECTED, HOSTILE, PROFILES):
         shutil.rmtree(folder, ignore_errors=True)
         os.makedirs(folder)
     png_fixtures()
@@ -898,11 +1103,12 @@ def main():
     webp_fixtures()
     bmp_fixtures()
     hostile_fixtures()
+    thumbnail_fixtures()
     with open(os.path.join(ROOT, "manifest.json"), "w") as out:
-        json.dump({"fixtures": MANIFEST}, out, indent=1)
+        json.dump({"fixtures": MANIFEST, "thumbnails": THUMBNAILS}, out, indent=1)
         out.write("\n")
     shutil.rmtree(TMP)
-    print(f"{len(MANIFEST)} fixtures")
+    print(f"{len(MANIFEST)} fixtures, {len(THUMBNAILS)} thumbnails")
 
 
 if __name__ == "__main__":

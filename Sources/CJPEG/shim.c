@@ -1,6 +1,7 @@
 #include "CJPEG.h"
 
 #include <jerror.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const JOCTET fake_end_of_image[2] = { 0xFF, JPEG_EOI };
@@ -139,3 +140,114 @@ int cjpeg_finish_decompress(cjpeg_decoder *decoder) {
     jpeg_finish_decompress(&decoder->cinfo);
     return 0;
 }
+
+// ---- encoding ----------------------------------------------------------------
+
+typedef struct encoder_state {
+    struct jpeg_error_mgr error;  // first member: cinfo->err points here
+    struct jpeg_destination_mgr destination;
+    jmp_buf jump;
+    char *message;
+    size_t capacity;
+    // The output, grown by doubling; owned here until handed over on success.
+    uint8_t *buffer;
+    size_t buffer_capacity;
+} encoder_state;
+
+static encoder_state *encoder_of(j_common_ptr cinfo) { return (encoder_state *)cinfo->err; }
+
+static void encoder_error_exit(j_common_ptr cinfo) {
+    encoder_state *state = encoder_of(cinfo);
+    char text[JMSG_LENGTH_MAX];
+    (*cinfo->err->format_message)(cinfo, text);
+    if (state->capacity > 0) {
+        strncpy(state->message, text, state->capacity - 1);
+        state->message[state->capacity - 1] = 0;
+    }
+    longjmp(state->jump, 1);
+}
+
+static void destination_init(j_compress_ptr cinfo) {
+    encoder_state *state = encoder_of((j_common_ptr)cinfo);
+    state->destination.next_output_byte = state->buffer;
+    state->destination.free_in_buffer = state->buffer_capacity;
+}
+
+static boolean destination_grow(j_compress_ptr cinfo) {
+    // Called when the buffer is full (free_in_buffer is 0).
+    encoder_state *state = encoder_of((j_common_ptr)cinfo);
+    size_t used = state->buffer_capacity;
+    uint8_t *grown = realloc(state->buffer, used * 2);
+    if (!grown) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 0);
+    state->buffer = grown;
+    state->buffer_capacity = used * 2;
+    state->destination.next_output_byte = grown + used;
+    state->destination.free_in_buffer = used;
+    return TRUE;
+}
+
+static void destination_term(j_compress_ptr cinfo) { (void)cinfo; }
+
+static int encode_rows(struct jpeg_compress_struct *cinfo, encoder_state *state,
+                       const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
+                       const cjpeg_encode_settings *settings) {
+    if (setjmp(state->jump)) return -1;
+    jpeg_create_compress(cinfo);
+    state->destination.init_destination = destination_init;
+    state->destination.empty_output_buffer = destination_grow;
+    state->destination.term_destination = destination_term;
+    cinfo->dest = &state->destination;
+    cinfo->image_width = width;
+    cinfo->image_height = height;
+    cinfo->input_components = 4;
+    cinfo->in_color_space = JCS_EXT_RGBA;
+    jpeg_set_defaults(cinfo);
+    jpeg_set_quality(cinfo, settings->quality, TRUE);
+    cinfo->comp_info[0].h_samp_factor = settings->subsampling == 0 ? 1 : 2;
+    cinfo->comp_info[0].v_samp_factor = settings->subsampling == 2 ? 2 : 1;
+    if (settings->progressive) jpeg_simple_progression(cinfo);
+    cinfo->optimize_coding = settings->optimize ? TRUE : FALSE;
+    jpeg_start_compress(cinfo, TRUE);
+    if (settings->icc && settings->icc_length > 0) jpeg_write_icc_profile(cinfo, settings->icc, settings->icc_length);
+    while (cinfo->next_scanline < cinfo->image_height) {
+        JSAMPROW row = (JSAMPROW)(pixels + (size_t)cinfo->next_scanline * stride);
+        jpeg_write_scanlines(cinfo, &row, 1);
+    }
+    jpeg_finish_compress(cinfo);
+    return 0;
+}
+
+int cjpeg_encode_rgba(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
+                      const cjpeg_encode_settings *settings,
+                      uint8_t **output, unsigned long *output_size,
+                      char *message, size_t message_capacity) {
+    struct jpeg_compress_struct cinfo;
+    encoder_state state;
+    memset(&cinfo, 0, sizeof cinfo);
+    memset(&state, 0, sizeof state);
+    state.message = message;
+    state.capacity = message_capacity;
+    state.buffer_capacity = 16384;
+    state.buffer = malloc(state.buffer_capacity);
+    *output = NULL;
+    *output_size = 0;
+    if (!state.buffer) {
+        snprintf(message, message_capacity, "out of memory");
+        return -1;
+    }
+    cinfo.err = jpeg_std_error(&state.error);
+    state.error.error_exit = encoder_error_exit;
+    state.error.output_message = output_message;
+    int result = encode_rows(&cinfo, &state, pixels, width, height, stride, settings);
+    size_t written = state.buffer_capacity - state.destination.free_in_buffer;
+    jpeg_destroy_compress(&cinfo);
+    if (result != 0) {
+        free(state.buffer);
+        return -1;
+    }
+    *output = state.buffer;
+    *output_size = written;
+    return 0;
+}
+
+void cjpeg_free(void *pointer) { free(pointer); }

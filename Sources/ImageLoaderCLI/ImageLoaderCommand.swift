@@ -10,7 +10,7 @@ struct ImageLoaderCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "imageloader",
         abstract: "Decode, validate and inspect images with the standard C libraries.",
-        subcommands: [InfoCommand.self, DecodeCommand.self, ValidateCommand.self]
+        subcommands: [InfoCommand.self, DecodeCommand.self, ValidateCommand.self, ThumbnailCommand.self]
     )
 
     /// Runs the command. Failures end with exit code 1 and one line on stderr; usage

@@ -56,4 +56,23 @@ int cjpeg_start_decompress(cjpeg_decoder *decoder);
 int cjpeg_read_scanlines(cjpeg_decoder *decoder, uint8_t **rows, uint32_t max_rows, uint32_t *rows_read);
 int cjpeg_finish_decompress(cjpeg_decoder *decoder);
 
+/// How cjpeg_encode_rgba writes.
+typedef struct cjpeg_encode_settings {
+    int quality;        /// 1...100
+    int progressive;    /// non-zero: a progressive file
+    int optimize;       /// non-zero: optimised Huffman tables
+    int subsampling;    /// chroma: 0 = 4:4:4, 1 = 4:2:2, 2 = 4:2:0
+    const uint8_t *icc; /// may be NULL
+    unsigned icc_length;
+} cjpeg_encode_settings;
+
+/// Encodes `height` rows of `stride` bytes, 4 bytes a pixel (RGBA; alpha ignored).
+/// On success `*output` (allocated with malloc; free it with cjpeg_free) holds
+/// `*output_size` bytes. Returns 0, or -1 with `message` filled in.
+int cjpeg_encode_rgba(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
+                      const cjpeg_encode_settings *settings,
+                      uint8_t **output, unsigned long *output_size,
+                      char *message, size_t message_capacity);
+void cjpeg_free(void *pointer);
+
 #endif

@@ -136,12 +136,16 @@ public struct RasterImage: Sendable, Hashable {
         return (pixels[offset], pixels[offset + 1], pixels[offset + 2], pixels[offset + 3])
     }
 
-    /// A copy of this image with other frames and the same metadata.
-    func with(frames: [Frame], bytesPerRow: Int? = nil, alphaMode: AlphaMode? = nil) -> RasterImage {
+    /// A copy of this image with some properties replaced and the rest kept.
+    func with(
+        width: Int? = nil, height: Int? = nil, frames: [Frame], bytesPerRow: Int? = nil, alphaMode: AlphaMode? = nil,
+        orientation: Orientation? = nil, iccProfile: [UInt8]?? = .none, hasAlpha: Bool? = nil
+    ) -> RasterImage {
         RasterImage(
-            validatedWidth: width, height: height, bytesPerRow: bytesPerRow ?? self.bytesPerRow, frames: frames,
-            alphaMode: alphaMode ?? self.alphaMode, loopCount: loopCount, orientation: orientation,
-            iccProfile: iccProfile, format: format, hasAlpha: hasAlpha)
+            validatedWidth: width ?? self.width, height: height ?? self.height,
+            bytesPerRow: bytesPerRow ?? self.bytesPerRow, frames: frames, alphaMode: alphaMode ?? self.alphaMode,
+            loopCount: loopCount, orientation: orientation ?? self.orientation,
+            iccProfile: iccProfile ?? self.iccProfile, format: format, hasAlpha: hasAlpha ?? self.hasAlpha)
     }
 }
 

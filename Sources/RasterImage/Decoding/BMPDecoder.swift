@@ -21,8 +21,9 @@ enum BMPDecoder: FormatDecoder {
         if case .index(let n) = options.frames, n != 0 {
             throw ImageDecodingError(.frameOutOfRange(index: n, count: 1), format: .bmp)
         }
-        let header = try BMPHeader(reader)
+        var header = try BMPHeader(reader)
         try options.limits.check(width: header.width, height: header.height, format: .bmp)
+        header.dropAlphaIfUnused(reader)
         let bytesPerRow = header.width * 4
         var hasAlpha = header.hasAlphaChannel
         let pixels: [UInt8]
@@ -32,23 +33,13 @@ enum BMPDecoder: FormatDecoder {
                 allowsTruncatedData: options.allowsTruncatedData, skippedPixels: &skipped)
             hasAlpha = skipped
         } else {
-            var alphaSeen: UInt8 = 0
             var truncated = false
             pixels = try PixelBuffer.make(count: bytesPerRow * header.height) { base in
                 truncated = try readRows(
                     header, reader, into: ImageBufferTarget(base, bytesPerRow: bytesPerRow),
-                    allowsTruncatedData: options.allowsTruncatedData, alphaSeen: &alphaSeen)
+                    allowsTruncatedData: options.allowsTruncatedData)
             }
             hasAlpha = hasAlpha || truncated
-            if header.hasAlphaChannel && alphaSeen == 0 && !truncated {
-                // Every alpha value is 0: the writer did not use the channel. Show the
-                // picture opaque, as browsers do, rather than not at all.
-                var opaque = pixels
-                opaque.withUnsafeMutableBufferPointer { buffer in
-                    for i in stride(from: 3, to: buffer.count, by: 4) { buffer[i] = 255 }
-                }
-                return image(header, pixels: opaque, hasAlpha: false)
-            }
         }
         return image(header, pixels: pixels, hasAlpha: hasAlpha)
     }
@@ -64,8 +55,7 @@ enum BMPDecoder: FormatDecoder {
     /// from where the file stores it. Returns whether data was missing (allowed only
     /// with `allowsTruncatedData`; missing rows are then transparent).
     static func readRows(
-        _ header: BMPHeader, _ reader: ByteReader, into target: RowTarget, allowsTruncatedData: Bool,
-        alphaSeen: inout UInt8
+        _ header: BMPHeader, _ reader: ByteReader, into target: RowTarget, allowsTruncatedData: Bool
     ) throws -> Bool {
         let stride = header.storedRowBytes
         let row = UnsafeMutablePointer<UInt8>.allocate(capacity: stride)
@@ -84,7 +74,7 @@ enum BMPDecoder: FormatDecoder {
                 truncated = true
                 continue
             }
-            alphaSeen |= converter.convert(row, into: target.rows(y, count: 1))
+            _ = converter.convert(row, into: target.rows(y, count: 1))
             target.commit(y, count: 1)
         }
         return truncated
@@ -116,6 +106,26 @@ struct BMPHeader {
 
     var storedRowBytes: Int { (width * bitsPerPixel + 31) / 32 * 4 }
     var hasAlphaChannel: Bool { bitsPerPixel >= 16 && masks.alpha != 0 }
+
+    /// Drops an alpha mask whose values are 0 in every pixel: the writer did not use
+    /// the channel, and the picture is shown opaque, as browsers do, rather than not at
+    /// all. Reads every row, so call it after the size has passed the limits.
+    mutating func dropAlphaIfUnused(_ reader: ByteReader) {
+        guard hasAlphaChannel, storedRowBytes > 0 else { return }
+        let converter = BMPRowConverter(header: self)
+        let row = UnsafeMutablePointer<UInt8>.allocate(capacity: storedRowBytes)
+        let output = UnsafeMutablePointer<UInt8>.allocate(capacity: width * 4)
+        defer {
+            row.deallocate()
+            output.deallocate()
+        }
+        for stored in 0..<height {
+            let got = reader.read(at: pixelOffset + stored * storedRowBytes, into: row, count: storedRowBytes)
+            guard got == storedRowBytes else { return }  // the decode reports the missing data
+            if converter.convert(row, into: output) != 0 { return }
+        }
+        masks.alpha = 0
+    }
 
     init(_ reader: ByteReader) throws {
         let head = reader.bytes(at: 0, count: 14 + 124 + 16)

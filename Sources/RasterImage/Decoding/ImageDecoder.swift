@@ -120,7 +120,7 @@ public struct ImageDecoder: ImageDecoding {
         }
     }
 
-    private static func run<R>(
+    static func run<R>(
         _ source: ImageSource, _ limits: DecodingLimits,
         _ body: (ByteReader, any FormatDecoder.Type) throws -> R
     ) throws(ImageDecodingError) -> R {
@@ -153,11 +153,20 @@ protocol FormatDecoder {
     static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage
     /// Every page as its own image; formats without pages return the one image.
     static func decodePages(_ reader: ByteReader, options: DecodingOptions) throws -> [RasterImage]
+    /// A thumbnail, doing the least decoding work the format allows.
+    static func thumbnail(_ reader: ByteReader, options: ThumbnailOptions) throws -> RasterImage
 }
 
 extension FormatDecoder {
     static func decodePages(_ reader: ByteReader, options: DecodingOptions) throws -> [RasterImage] {
         [try decode(reader, options: options)]
+    }
+
+    /// The plain way: decode at full size, then resize in memory.
+    static func thumbnail(_ reader: ByteReader, options: ThumbnailOptions) throws -> RasterImage {
+        reader.seek(to: 0)
+        let image = try decode(reader, options: DecodingOptions(limits: options.limits, frames: options.frames))
+        return image.thumbnail(options: options)
     }
 }
 

@@ -29,17 +29,69 @@ struct Fixture: Decodable, Sendable, CustomTestStringConvertible {
     var expectedICC: [UInt8]? { iccProfile.map(Fixtures.bytes) }
 }
 
+/// One entry of the manifest's "thumbnails": a source, thumbnail options, and Pillow's
+/// reference for what they should give.
+struct ThumbnailFixture: Decodable, Sendable, CustomTestStringConvertible {
+    struct Options: Decodable, Sendable {
+        var maxPixelSize: Int?
+        var width: Int?
+        var height: Int?
+        var fit: String?
+        var kernel: String?
+        var linearLight: Bool?
+        var frames: String?
+        var keepsColorProfile: Bool?
+    }
+
+    let name: String
+    let source: String
+    let options: Options
+    let width: Int
+    let height: Int
+    let frames: [String]
+    let reference: String
+    let maxDifference: Int
+    let meanDifference: Double
+    let durationsMs: [Int]?
+    let loopCount: Int?
+    let keepsProfile: String?
+    let maxVisibleRed: Int?
+
+    var testDescription: String { name }
+    var path: String { Fixtures.root + "/" + source }
+    var expectedFrames: [[UInt8]] { frames.map(Fixtures.bytes) }
+
+    var thumbnailOptions: ThumbnailOptions {
+        var result =
+            options.maxPixelSize.map { ThumbnailOptions(maxPixelSize: $0) }
+            ?? ThumbnailOptions(
+                width: options.width!, height: options.height!, fit: options.fit == "fill" ? .fill : .fit)
+        if let kernel = options.kernel { result.kernel = ResamplingKernel(rawValue: kernel)! }
+        result.linearLight = options.linearLight ?? false
+        result.keepsColorProfile = options.keepsColorProfile ?? false
+        if options.frames == "all" { result.frames = .all }
+        return result
+    }
+}
+
 enum Fixtures {
     /// The repository's Fixtures folder, found from this file's path.
     static let root: String = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Fixtures").path
 
-    static let all: [Fixture] = {
-        struct Manifest: Decodable { let fixtures: [Fixture] }
+    private struct Manifest: Decodable {
+        let fixtures: [Fixture]
+        let thumbnails: [ThumbnailFixture]
+    }
+
+    private static let manifest: Manifest = {
         let data = try! Data(contentsOf: URL(fileURLWithPath: root + "/manifest.json"))
-        return try! JSONDecoder().decode(Manifest.self, from: data).fixtures
+        return try! JSONDecoder().decode(Manifest.self, from: data)
     }()
+
+    static let all: [Fixture] = manifest.fixtures
+    static let thumbnails: [ThumbnailFixture] = manifest.thumbnails
 
     static func named(_ name: String) -> Fixture {
         all.first { $0.name == name }!
@@ -60,6 +112,9 @@ enum Fixtures {
 struct PixelDifference: CustomStringConvertible {
     var maximum = 0
     var differing = 0
+    var total = 0
+    var channels = 0
+    var mean: Double { channels == 0 ? 0 : Double(total) / Double(channels) }
     var first: (x: Int, y: Int, got: [UInt8], expected: [UInt8])?
 
     var description: String {
@@ -79,6 +134,8 @@ func difference(_ got: [UInt8], _ expected: [UInt8], width: Int, bytesPerRow: In
                 let a = Int(got[y * stride + x * 4 + c])
                 let b = Int(expected[(y * width + x) * 4 + c])
                 let d = abs(a - b)
+                result.total += d
+                result.channels += 1
                 if d > 0 {
                     result.differing += 1
                     if result.first == nil {
@@ -92,6 +149,20 @@ func difference(_ got: [UInt8], _ expected: [UInt8], width: Int, bytesPerRow: In
         }
     }
     return result
+}
+
+/// The difference of what is visible: colour premultiplied by alpha, and alpha. Where
+/// alpha is 0 the straight colour is undefined, and decoders leave different values there.
+func visibleDifference(_ got: [UInt8], _ expected: [UInt8], width: Int) -> PixelDifference {
+    func premultiplied(_ pixels: [UInt8]) -> [UInt8] {
+        var out = pixels
+        for i in stride(from: 0, to: out.count, by: 4) {
+            let a = Int(out[i + 3])
+            for c in 0..<3 { out[i + c] = UInt8((Int(out[i + c]) * a + 127) / 255) }
+        }
+        return out
+    }
+    return difference(premultiplied(got), premultiplied(expected), width: width)
 }
 
 /// Calls `body`, expecting an ``ImageDecodingError``; returns it.

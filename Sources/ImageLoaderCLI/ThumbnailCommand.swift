@@ -1,0 +1,84 @@
+import ArgumentParser
+import RasterImage
+
+struct ThumbnailCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "thumbnail",
+        abstract: "Make a thumbnail: shrink while decoding, resample, turn upright, convert to sRGB.",
+        discussion: """
+            The output format follows OUT's extension (.jpg, .png, .webp). With --fill the thumbnail \
+            is exactly SIZE x SIZE (or WIDTH x HEIGHT), cropped from the middle; otherwise the whole \
+            image fits inside. Images are not enlarged unless --upscale is given.
+            """
+    )
+
+    @Argument(help: "The image file.")
+    var input: String
+
+    @Option(help: "The box, in pixels: the longest side, or both sides with --fill.")
+    var size: Int?
+
+    @Option(help: "The box's width (instead of --size).")
+    var width: Int?
+
+    @Option(help: "The box's height (instead of --size).")
+    var height: Int?
+
+    @Option(name: .shortAndLong, help: "Where to write it: OUT.jpg, OUT.png or OUT.webp.")
+    var output: String
+
+    @Flag(help: "Cover the box and crop the overflow, instead of fitting inside it.")
+    var fill = false
+
+    @Option(help: "JPEG or WebP quality, 1-100.")
+    var quality: Int?
+
+    @Option(help: "Resampling kernel: \(ResamplingKernel.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var kernel: String = ResamplingKernel.lanczos3.rawValue
+
+    @Flag(help: "Let the decoder shrink as far as it can (faster, a little softer).")
+    var fastest = false
+
+    @Flag(help: "Resample in linear light.")
+    var linear = false
+
+    @Flag(help: "Keep the embedded colour profile instead of converting to sRGB.")
+    var keepProfile = false
+
+    @Flag(help: "Enlarge images smaller than the box.")
+    var upscale = false
+
+    @Flag(help: "Keep every frame of an animation (written formats keep the first).")
+    var allFrames = false
+
+    func validate() throws {
+        guard size != nil || (width != nil && height != nil) else {
+            throw ValidationError("give --size, or --width and --height")
+        }
+        for value in [size, width, height].compactMap({ $0 }) where value <= 0 || value > 65_500 {
+            throw ValidationError("sizes must be between 1 and 65500")
+        }
+        if let quality, !(1...100).contains(quality) { throw ValidationError("--quality must be between 1 and 100") }
+        guard ResamplingKernel(rawValue: kernel) != nil else { throw ValidationError("unknown kernel \(kernel)") }
+        guard outputFormat != nil else { throw ValidationError("OUT must end in .jpg, .jpeg, .png or .webp") }
+    }
+
+    private var outputFormat: OutputFormat? {
+        let name = output.split(separator: "/").last.map(String.init) ?? output
+        guard let dot = name.lastIndex(of: ".") else { return nil }
+        return OutputFormat(fileExtension: String(name[name.index(after: dot)...]), quality: quality)
+    }
+
+    func run() throws {
+        var options = ThumbnailOptions(width: width ?? size!, height: height ?? size!, fit: fill ? .fill : .fit)
+        options.kernel = ResamplingKernel(rawValue: kernel)!
+        options.shrinkOnLoad = fastest ? .fastest : .quality
+        options.linearLight = linear
+        options.keepsColorProfile = keepProfile
+        options.allowsUpscaling = upscale
+        options.frames = allFrames ? .all : .first
+        options.outputFormat = outputFormat!
+        let encoded = try ImageDecoder().encodedThumbnail(.file(path: input), options: options)
+        try Terminal.write(encoded.bytes, to: output)
+    }
+}

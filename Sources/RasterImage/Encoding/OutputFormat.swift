@@ -1,0 +1,85 @@
+/// An encoder: the seam for writing other formats.
+public protocol ImageEncoding: Sendable {
+    /// The format written.
+    var format: ImageFormat { get }
+    /// Encodes frame `frame` of `image`.
+    func encode(_ image: RasterImage, frame: Int) throws(ImageEncodingError) -> [UInt8]
+}
+
+extension PNGEncoder: ImageEncoding {
+    public var format: ImageFormat { .png }
+}
+
+extension JPEGEncoder: ImageEncoding {
+    public var format: ImageFormat { .jpeg }
+}
+
+extension WebPEncoder: ImageEncoding {
+    public var format: ImageFormat { .webp }
+}
+
+/// Which format, with which settings, an image is written in.
+///
+/// ```swift
+/// let automatic = OutputFormat.automatic(quality: 85)    // PNG with alpha, JPEG without
+/// let named = OutputFormat(fileExtension: "webp", quality: 80)
+/// ```
+public enum OutputFormat: Sendable, Hashable {
+    /// PNG when the image has transparency, otherwise JPEG at `quality`.
+    case automatic(quality: Int = 85)
+    case png(PNGEncoder)
+    case jpeg(JPEGEncoder)
+    case webp(WebPEncoder)
+
+    /// The format a file name's extension names (`jpg`, `jpeg`, `png`, `webp`), or `nil`.
+    public init?(fileExtension: String, quality: Int? = nil) {
+        switch fileExtension.lowercased() {
+        case "jpg", "jpeg": self = .jpeg(JPEGEncoder(quality: quality ?? 85))
+        case "png": self = .png(PNGEncoder())
+        case "webp": self = .webp(WebPEncoder(quality: quality ?? 80))
+        default: return nil
+        }
+    }
+
+    /// The encoder for `image`: the automatic choice resolved by its transparency.
+    public func encoder(for image: RasterImage) -> any ImageEncoding {
+        switch self {
+        case .automatic(let quality): image.hasAlpha ? PNGEncoder() : JPEGEncoder(quality: quality)
+        case .png(let encoder): encoder
+        case .jpeg(let encoder): encoder
+        case .webp(let encoder): encoder
+        }
+    }
+}
+
+/// Encoded bytes and what they are.
+public struct EncodedImage: Sendable, Hashable {
+    public let bytes: [UInt8]
+    public let format: ImageFormat
+    public let width: Int
+    public let height: Int
+
+    public init(bytes: [UInt8], format: ImageFormat, width: Int, height: Int) {
+        self.bytes = bytes
+        self.format = format
+        self.width = width
+        self.height = height
+    }
+
+    /// `image/jpeg` and so on.
+    public var contentType: String { format.contentType }
+}
+
+extension RasterImage {
+    /// This image's first frame written in `format`.
+    ///
+    /// ```swift
+    /// let encoded = try image.encoded(as: .automatic())
+    /// try Data(encoded.bytes).write(to: url)
+    /// ```
+    public func encoded(as format: OutputFormat) throws(ImageEncodingError) -> EncodedImage {
+        let encoder = format.encoder(for: self)
+        return EncodedImage(
+            bytes: try encoder.encode(self, frame: 0), format: encoder.format, width: width, height: height)
+    }
+}

@@ -1,0 +1,101 @@
+import CWebP
+
+/// Writes WebP with libwebp: lossy (with alpha when the image has it) or lossless.
+///
+/// ```swift
+/// let webp = try WebPEncoder(quality: 80).encode(thumbnail)
+/// let exact = try WebPEncoder(lossless: true).encode(icon)
+/// ```
+public struct WebPEncoder: Sendable, Hashable {
+    /// Lossy: 0 (smallest) to 100 (best). Lossless: effort, 0 (fast) to 100 (smallest).
+    public var quality: Int
+    public var lossless: Bool
+    /// Speed against size, 0 (fastest) to 6 (smallest).
+    public var method: Int
+    /// Embed the image's ICC profile (ICCP chunk) when it has one.
+    public var includeICCProfile: Bool
+
+    public init(quality: Int = 80, lossless: Bool = false, method: Int = 4, includeICCProfile: Bool = true) {
+        self.quality = quality
+        self.lossless = lossless
+        self.method = method
+        self.includeICCProfile = includeICCProfile
+    }
+
+    /// Encodes frame `frame` of `image`.
+    public func encode(_ image: RasterImage, frame: Int = 0) throws(ImageEncodingError) -> [UInt8] {
+        guard (0...100).contains(quality) else {
+            throw ImageEncodingError(.invalidParameter, format: .webp, message: "quality \(quality) is not in 0...100")
+        }
+        guard (0...6).contains(method) else {
+            throw ImageEncodingError(.invalidParameter, format: .webp, message: "method \(method) is not in 0...6")
+        }
+        guard image.frames.indices.contains(frame) else {
+            throw ImageEncodingError(.invalidParameter, format: .webp, message: "frame \(frame) does not exist")
+        }
+        guard image.width <= Int(WEBP_MAX_DIMENSION) && image.height <= Int(WEBP_MAX_DIMENSION) else {
+            throw ImageEncodingError(
+                .unsupportedImage, format: .webp, message: "WebP is limited to 16383 pixels a side")
+        }
+        let straight = image.straightAlpha()
+        var config = WebPConfig()
+        guard WebPConfigInit(&config) != 0 else {
+            throw ImageEncodingError(.failed, format: .webp, message: "libwebp version mismatch")
+        }
+        config.quality = Float(quality)
+        config.lossless = lossless ? 1 : 0
+        config.method = Int32(method)
+        var picture = WebPPicture()
+        guard WebPPictureInit(&picture) != 0 else {
+            throw ImageEncodingError(.failed, format: .webp, message: "libwebp version mismatch")
+        }
+        defer { WebPPictureFree(&picture) }
+        picture.width = Int32(straight.width)
+        picture.height = Int32(straight.height)
+        picture.use_argb = lossless ? 1 : 0
+        let imported = straight.frames[frame].pixels.withUnsafeBufferPointer { pixels in
+            straight.hasAlpha
+                ? WebPPictureImportRGBA(&picture, pixels.baseAddress, Int32(straight.bytesPerRow))
+                : WebPPictureImportRGBX(&picture, pixels.baseAddress, Int32(straight.bytesPerRow))
+        }
+        guard imported != 0 else { throw ImageEncodingError(.failed, format: .webp, message: "libwebp: out of memory") }
+        var writer = WebPMemoryWriter()
+        WebPMemoryWriterInit(&writer)
+        defer { WebPMemoryWriterClear(&writer) }
+        let encoded = withUnsafeMutablePointer(to: &writer) { writerPointer in
+            picture.writer = WebPMemoryWrite
+            picture.custom_ptr = UnsafeMutableRawPointer(writerPointer)
+            return WebPEncode(&config, &picture)
+        }
+        guard encoded != 0, let memory = writer.mem else {
+            throw ImageEncodingError(.failed, format: .webp, message: "libwebp: error \(picture.error_code.rawValue)")
+        }
+        let bitstream = Array(UnsafeBufferPointer(start: memory, count: writer.size))
+        guard includeICCProfile, let icc = straight.iccProfile, !icc.isEmpty else { return bitstream }
+        return try WebPEncoder.addingICCProfile(icc, to: bitstream)
+    }
+
+    /// Wraps a WebP file with an ICCP chunk (libwebpmux writes the extended header).
+    private static func addingICCProfile(_ icc: [UInt8], to bitstream: [UInt8]) throws(ImageEncodingError) -> [UInt8] {
+        guard let mux = WebPMuxNew() else {
+            throw ImageEncodingError(.failed, format: .webp, message: "libwebpmux: out of memory")
+        }
+        defer { WebPMuxDelete(mux) }
+        var assembled = WebPData()
+        let status = bitstream.withUnsafeBufferPointer { image in
+            icc.withUnsafeBufferPointer { profile in
+                var imageData = WebPData(bytes: image.baseAddress, size: image.count)
+                var profileData = WebPData(bytes: profile.baseAddress, size: profile.count)
+                guard WebPMuxSetImage(mux, &imageData, 1) == WEBP_MUX_OK,
+                    WebPMuxSetChunk(mux, "ICCP", &profileData, 1) == WEBP_MUX_OK
+                else { return WEBP_MUX_BAD_DATA }
+                return WebPMuxAssemble(mux, &assembled)
+            }
+        }
+        defer { WebPDataClear(&assembled) }
+        guard status == WEBP_MUX_OK, let bytes = assembled.bytes else {
+            throw ImageEncodingError(.failed, format: .webp, message: "libwebpmux: cannot add the ICC profile")
+        }
+        return Array(UnsafeBufferPointer(start: bytes, count: assembled.size))
+    }
+}

@@ -1,0 +1,210 @@
+extension ImageDecoder {
+    /// A thumbnail of the image in `source`, decoding as little as the format allows:
+    /// JPEG scales in the DCT, WebP in libwebp; PNG, TIFF, BMP and JPEG rows are reduced
+    /// as they arrive, so the full-size image is never held (interlaced PNG, GIF and
+    /// animations are decoded whole first). The result is upright, sRGB, straight alpha.
+    ///
+    /// ```swift
+    /// let thumb = try ImageDecoder().thumbnail(.file(path: "photo.jpg"), options: ThumbnailOptions(maxPixelSize: 256))
+    /// ```
+    public func thumbnail(_ source: ImageSource, options: ThumbnailOptions) throws(ImageDecodingError) -> RasterImage {
+        try ImageDecoder.run(source, options.limits) { reader, decoder in
+            try decoder.thumbnail(reader, options: options)
+        }
+    }
+
+    /// The thumbnail encoded in `options.outputFormat`.
+    ///
+    /// Throws ``ImageDecodingError`` or ``ImageEncodingError``.
+    ///
+    /// ```swift
+    /// let jpeg = try ImageDecoder().encodedThumbnail(.data(body), options: ThumbnailOptions(maxPixelSize: 256))
+    /// ```
+    public func encodedThumbnail(_ source: ImageSource, options: ThumbnailOptions) throws -> EncodedImage {
+        try thumbnail(source, options: options).encoded(as: options.outputFormat)
+    }
+}
+
+extension JPEGDecoder {
+    static func thumbnail(_ reader: ByteReader, options: ThumbnailOptions) throws -> RasterImage {
+        let session = try JPEGReadSession(reader, limits: options.limits)
+        try session.readHeader()
+        let (width, height) = (session.imageWidth, session.imageHeight)
+        try options.limits.check(width: width, height: height, format: .jpeg)
+        let metadata = session.metadata()
+        let geometry = ThumbnailGeometry(
+            sourceWidth: width, sourceHeight: height, orientation: metadata.orientation, options: options)
+        // CMYK with a profile lcms can read is converted by the profile, after the resize.
+        let cmykModel = PixelColorModel.cmyk(inverted: session.cmykIsInverted)
+        let keepsCMYK =
+            session.isCMYK
+            && metadata.iccProfile.map { TransformCache.shared.transform(for: $0, model: cmykModel) != nil } ?? false
+        let denominator = ShrinkOnLoad.factor(
+            width: width, height: height, target: geometry, mode: options.shrinkOnLoad, choices: [8, 4, 2])
+        try session.start(scaleDenominator: denominator, keepingCMYK: keepsCMYK)
+        let resizer = StreamingResizer(
+            inputWidth: session.outputWidth, inputHeight: session.outputHeight, outputWidth: geometry.scaledWidth,
+            outputHeight: geometry.scaledHeight, kernel: options.kernel, channels: .independent,
+            linearLight: options.linearLight && !keepsCMYK)
+        try session.readRows(into: ResizingTarget(resizer: resizer), allowsTruncatedData: false)
+        let image = RasterImage(
+            validatedWidth: geometry.scaledWidth, height: geometry.scaledHeight, bytesPerRow: geometry.scaledWidth * 4,
+            frames: [.init(pixels: resizer.finish())], alphaMode: .straight, loopCount: 1,
+            orientation: metadata.orientation, iccProfile: metadata.iccProfile, format: .jpeg, hasAlpha: false)
+        return ThumbnailFinisher.finish(
+            image, geometry: geometry, options: options, colorModel: keepsCMYK ? cmykModel : .rgba)
+    }
+}
+
+extension PNGDecoder {
+    static func thumbnail(_ reader: ByteReader, options: ThumbnailOptions) throws -> RasterImage {
+        let session = try PNGReadSession(reader)
+        let header = try session.readHeader()
+        try options.limits.check(width: header.width, height: header.height, format: .png)
+        if header.interlaced {
+            // Adam7 passes each cover the whole image: decode it, then resize.
+            reader.seek(to: 0)
+            return try decode(reader, options: DecodingOptions(limits: options.limits)).thumbnail(options: options)
+        }
+        _ = try session.startRGBA8()
+        // An eXIf after the image data is found only at the end; the box is fitted
+        // to the orientation known from the header.
+        let geometry = ThumbnailGeometry(
+            sourceWidth: header.width, sourceHeight: header.height, orientation: header.orientation ?? .up,
+            options: options)
+        let resizer = StreamingResizer(
+            inputWidth: header.width, inputHeight: header.height, outputWidth: geometry.scaledWidth,
+            outputHeight: geometry.scaledHeight, kernel: options.kernel,
+            channels: header.hasAlpha ? .straightAlpha : .independent, linearLight: options.linearLight)
+        _ = try readRows(
+            session, passes: 1, height: header.height, into: ResizingTarget(resizer: resizer, maxRows: 1),
+            allowsTruncatedData: false)
+        let orientation = try finish(session, header: header, truncated: false, false)
+        let image = RasterImage(
+            validatedWidth: geometry.scaledWidth, height: geometry.scaledHeight, bytesPerRow: geometry.scaledWidth * 4,
+            frames: [.init(pixels: resizer.finish())], alphaMode: .straight, loopCount: 1, orientation: orientation,
+            iccProfile: header.iccProfile, format: .png, hasAlpha: header.hasAlpha)
+        return ThumbnailFinisher.finish(image, geometry: geometry, options: options)
+    }
+}
+
+extension TIFFDecoder {
+    static func thumbnail(_ reader: ByteReader, options: ThumbnailOptions) throws -> RasterImage {
+        let file = try TIFFFile(reader, limits: options.limits)
+        switch options.frames {
+        case .all:
+            return try decode(reader, options: DecodingOptions(limits: options.limits, frames: .all))
+                .thumbnail(options: options)
+        case .index(let n):
+            let count = try file.pageCount(limits: options.limits)
+            guard n >= 0, n < count else {
+                throw ImageDecodingError(.frameOutOfRange(index: n, count: count), format: .tiff)
+            }
+            try file.select(page: n)
+        case .first:
+            break
+        }
+        let page = try file.page()
+        try options.limits.check(width: page.width, height: page.height, format: .tiff)
+        guard page.color != nil else {
+            return try file.decodePage(options: DecodingOptions(limits: options.limits)).thumbnail(options: options)
+        }
+        let geometry = ThumbnailGeometry(
+            sourceWidth: page.width, sourceHeight: page.height, orientation: page.orientation, options: options)
+        let associated = page.alpha?.associated == true
+        let resizer = StreamingResizer(
+            inputWidth: page.width, inputHeight: page.height, outputWidth: geometry.scaledWidth,
+            outputHeight: geometry.scaledHeight, kernel: options.kernel,
+            channels: page.alpha != nil && !associated ? .straightAlpha : .independent,
+            linearLight: options.linearLight)
+        _ = try file.readRows(page, into: ResizingTarget(resizer: resizer, maxRows: 1), allowsTruncatedData: false)
+        let image = RasterImage(
+            validatedWidth: geometry.scaledWidth, height: geometry.scaledHeight, bytesPerRow: geometry.scaledWidth * 4,
+            frames: [.init(pixels: resizer.finish())], alphaMode: associated ? .premultiplied : .straight,
+            loopCount: 1, orientation: page.orientation, iccProfile: page.iccProfile, format: .tiff,
+            hasAlpha: page.alpha != nil)
+        return ThumbnailFinisher.finish(image, geometry: geometry, options: options)
+    }
+}
+
+extension BMPDecoder {
+    static func thumbnail(_ reader: ByteReader, options: ThumbnailOptions) throws -> RasterImage {
+        var header = try BMPHeader(reader)
+        try options.limits.check(width: header.width, height: header.height, format: .bmp)
+        header.dropAlphaIfUnused(reader)
+        if header.compression == .rle8 || header.compression == .rle4 {
+            return try decode(reader, options: DecodingOptions(limits: options.limits)).thumbnail(options: options)
+        }
+        let geometry = ThumbnailGeometry(
+            sourceWidth: header.width, sourceHeight: header.height, orientation: .up, options: options)
+        let resizer = StreamingResizer(
+            inputWidth: header.width, inputHeight: header.height, outputWidth: geometry.scaledWidth,
+            outputHeight: geometry.scaledHeight, kernel: options.kernel,
+            channels: header.hasAlphaChannel ? .straightAlpha : .independent, linearLight: options.linearLight)
+        _ = try readRows(
+            header, reader, into: ResizingTarget(resizer: resizer, maxRows: 1), allowsTruncatedData: false)
+        let image = RasterImage(
+            validatedWidth: geometry.scaledWidth, height: geometry.scaledHeight, bytesPerRow: geometry.scaledWidth * 4,
+            frames: [.init(pixels: resizer.finish())], alphaMode: .straight, loopCount: 1, orientation: .up,
+            iccProfile: header.iccProfile, format: .bmp, hasAlpha: header.hasAlphaChannel)
+        return ThumbnailFinisher.finish(image, geometry: geometry, options: options)
+    }
+}
+
+extension WebPDecoder {
+    static func thumbnail(_ reader: ByteReader, options: ThumbnailOptions) throws -> RasterImage {
+        try reader.withContiguousBytes { bytes in
+            let features = try WebPContainer.features(bytes)
+            let (width, height) = (Int(features.width), Int(features.height))
+            try options.limits.check(width: width, height: height, format: .webp)
+            let container = try WebPContainer(bytes)
+            if features.has_animation != 0 {
+                return try decode(reader, options: DecodingOptions(limits: options.limits, frames: options.frames))
+                    .thumbnail(options: options)
+            }
+            let geometry = ThumbnailGeometry(
+                sourceWidth: width, sourceHeight: height, orientation: container.orientation, options: options)
+            // libwebp scales while decoding: to the final size when speed matters most,
+            // otherwise by a whole factor leaving at least 2x for the kernel.
+            let (decodeWidth, decodeHeight): (Int, Int)
+            if options.shrinkOnLoad == .fastest && geometry.scaledWidth <= width && geometry.scaledHeight <= height {
+                (decodeWidth, decodeHeight) = (geometry.scaledWidth, geometry.scaledHeight)
+            } else {
+                let factor = ShrinkOnLoad.factor(
+                    width: width, height: height, target: geometry, mode: .quality, choices: Array((2...64).reversed()))
+                (decodeWidth, decodeHeight) = ((width + factor - 1) / factor, (height + factor - 1) / factor)
+            }
+            let pixels = try PixelBuffer.make(count: decodeWidth * decodeHeight * 4) { base in
+                try decodeStill(
+                    bytes, into: base, width: decodeWidth, height: decodeHeight, bytesPerRow: decodeWidth * 4)
+            }
+            let decoded = RasterImage(
+                validatedWidth: decodeWidth, height: decodeHeight, bytesPerRow: decodeWidth * 4,
+                frames: [.init(pixels: pixels)], alphaMode: .straight, loopCount: 1, orientation: container.orientation,
+                iccProfile: container.iccProfile, format: .webp, hasAlpha: features.has_alpha != 0)
+            let scaled = decoded.resized(
+                width: geometry.scaledWidth, height: geometry.scaledHeight, kernel: options.kernel,
+                linearLight: options.linearLight)
+            return ThumbnailFinisher.finish(scaled, geometry: geometry, options: options)
+        }
+    }
+}
+
+/// How much a decoder shrinks while loading.
+enum ShrinkOnLoad {
+    /// The largest of `choices` (largest first) that leaves the image at least the
+    /// target size (`.fastest`) or twice it (`.quality`) on both sides; 1 when none does.
+    static func factor(
+        width: Int, height: Int, target: ThumbnailGeometry, mode: ThumbnailOptions.ShrinkOnLoad, choices: [Int]
+    ) -> Int {
+        let margin = mode == .quality ? 2 : 1
+        for factor in choices {
+            let scaledWidth = (width + factor - 1) / factor
+            let scaledHeight = (height + factor - 1) / factor
+            if scaledWidth >= target.scaledWidth * margin && scaledHeight >= target.scaledHeight * margin {
+                return factor
+            }
+        }
+        return 1
+    }
+}

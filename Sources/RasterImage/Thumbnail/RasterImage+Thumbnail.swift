@@ -1,0 +1,87 @@
+extension RasterImage {
+    /// A thumbnail of this already decoded image: resampled into the box, cropped for
+    /// `.fill`, converted to sRGB, turned upright, with straight alpha.
+    ///
+    /// Decoding with ``ImageDecoder/thumbnail(_:options:)`` is faster and leaner: it
+    /// shrinks while loading and never holds the full-size image.
+    ///
+    /// ```swift
+    /// let small = image.thumbnail(options: ThumbnailOptions(maxPixelSize: 256))
+    /// ```
+    public func thumbnail(options: ThumbnailOptions) -> RasterImage {
+        let geometry = ThumbnailGeometry(
+            sourceWidth: width, sourceHeight: height, orientation: orientation, options: options)
+        let kept: [Frame]
+        switch options.frames {
+        case .first: kept = [frames[0]]
+        case .all: kept = frames
+        case .index(let n): kept = [frames[min(max(n, 0), frames.count - 1)]]
+        }
+        let scaled = with(frames: kept).resized(
+            width: geometry.scaledWidth, height: geometry.scaledHeight, kernel: options.kernel,
+            linearLight: options.linearLight)
+        return ThumbnailFinisher.finish(scaled, geometry: geometry, options: options)
+    }
+
+    /// The `width` x `height` rectangle at (`x`, `y`) of every frame.
+    ///
+    /// ```swift
+    /// let corner = image.cropped(x: 0, y: 0, width: 64, height: 64)
+    /// ```
+    public func cropped(x: Int, y: Int, width: Int, height: Int) -> RasterImage {
+        precondition(
+            x >= 0 && y >= 0 && width > 0 && height > 0 && x + width <= self.width && y + height <= self.height,
+            "the crop rectangle must lie inside the image")
+        if x == 0 && y == 0 && width == self.width && height == self.height { return self }
+        let stride = bytesPerRow
+        let frames = self.frames.map { frame in
+            Frame(
+                pixels: [UInt8](unsafeUninitializedCapacity: width * height * 4) { buffer, initialized in
+                    frame.pixels.withUnsafeBufferPointer { source in
+                        for row in 0..<height {
+                            (buffer.baseAddress! + row * width * 4).initialize(
+                                from: source.baseAddress! + (y + row) * stride + x * 4, count: width * 4)
+                        }
+                    }
+                    initialized = width * height * 4
+                }, duration: frame.duration)
+        }
+        return with(width: width, height: height, frames: frames, bytesPerRow: width * 4)
+    }
+}
+
+/// The last steps every thumbnail shares, on the small image: crop, straight alpha,
+/// colour to sRGB, orientation.
+enum ThumbnailFinisher {
+    /// `image` is resampled to the geometry's scaled size, in the stored orientation.
+    /// `colorModel` says what its pixels hold (`.cmyk` only when the caller has checked
+    /// that the profile converts them).
+    static func finish(
+        _ image: RasterImage, geometry: ThumbnailGeometry, options: ThumbnailOptions,
+        colorModel: PixelColorModel = .rgba
+    ) -> RasterImage {
+        var result = image.cropped(
+            x: (image.width - geometry.croppedWidth) / 2, y: (image.height - geometry.croppedHeight) / 2,
+            width: geometry.croppedWidth, height: geometry.croppedHeight
+        ).straightAlpha()
+        if let profile = result.iccProfile {
+            let space = ColorProfileConversion.colorSpace(of: profile)
+            let describesPixels = colorModel == .rgba && (space == "RGB" || space == "GRAY")
+            if options.keepsColorProfile && describesPixels {
+                // Kept as it is, with the pixels it describes.
+            } else {
+                var frames = result.frames
+                for index in frames.indices {
+                    var pixels = frames[index].pixels
+                    ColorProfileConversion.convertToSRGB(
+                        &pixels, width: result.width, height: result.height, bytesPerRow: result.bytesPerRow,
+                        profile: profile, model: colorModel)
+                    frames[index] = .init(pixels: pixels, duration: frames[index].duration)
+                }
+                // Converted to sRGB, or (a profile lcms cannot use) assumed to be sRGB already.
+                result = result.with(frames: frames, iccProfile: .some(nil))
+            }
+        }
+        return options.appliesOrientation ? result.oriented() : result
+    }
+}

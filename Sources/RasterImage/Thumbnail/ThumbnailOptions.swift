@@ -1,0 +1,88 @@
+/// What a thumbnail should be: the box it fits (or fills), how it is resampled, and
+/// what happens to orientation, colour and frames.
+///
+/// ```swift
+/// var options = ThumbnailOptions(maxPixelSize: 256)          // longest side 256
+/// let square = ThumbnailOptions(width: 128, height: 128, fit: .fill)   // cropped to 128x128
+/// options.kernel = .mitchell
+/// options.linearLight = true
+/// ```
+public struct ThumbnailOptions: Sendable, Hashable {
+    /// How the image meets the box.
+    public enum Fit: String, Sendable, Hashable, Codable {
+        /// The whole image inside the box; one side touches it.
+        case fit
+        /// The box covered, the overflow cropped evenly from both sides.
+        case fill
+    }
+
+    /// How much of the reduction the decoder does itself (JPEG's DCT scaling, WebP's
+    /// scaled decode).
+    public enum ShrinkOnLoad: String, Sendable, Hashable, Codable {
+        /// As much as leaves at least 2x for the kernel, as libvips does: fast and sharp.
+        case quality
+        /// As much as the decoder can without going below the target: fastest, a little softer.
+        case fastest
+    }
+
+    /// The box, in pixels, once the image is upright.
+    public var width: Int
+    public var height: Int
+    public var fit: Fit
+    /// Whether an image smaller than the box is enlarged. Default: no.
+    public var allowsUpscaling = false
+    /// The filter for the final reduction. Default: Lanczos-3.
+    public var kernel: ResamplingKernel = .lanczos3
+    public var shrinkOnLoad: ShrinkOnLoad = .quality
+    /// Filter in linear light instead of the encoded sRGB values: truer for fine
+    /// detail and saturated edges, a little slower.
+    public var linearLight = false
+    /// Keep the embedded ICC profile instead of converting the pixels to sRGB.
+    public var keepsColorProfile = false
+    /// Turn the image upright (EXIF or TIFF orientation). The result then says `.up`.
+    public var appliesOrientation = true
+    /// The first frame of an animation, or `.all` to keep it animated.
+    public var frames: FrameSelection = .first
+    /// The decoding limits, checked on the full-size header before anything is allocated.
+    public var limits = DecodingLimits()
+    /// The format ``ImageDecoder/encodedThumbnail(_:options:)`` writes.
+    public var outputFormat: OutputFormat = .automatic()
+
+    /// A box of `width` x `height`.
+    public init(width: Int, height: Int, fit: Fit = .fit) {
+        precondition(width > 0 && height > 0, "a thumbnail box needs a positive size")
+        self.width = width
+        self.height = height
+        self.fit = fit
+    }
+
+    /// A square box: the longest side becomes `maxPixelSize` (with `.fit`).
+    public init(maxPixelSize: Int, fit: Fit = .fit) {
+        self.init(width: maxPixelSize, height: maxPixelSize, fit: fit)
+    }
+}
+
+/// The sizes a thumbnail goes through, in the stored (not yet upright) orientation.
+struct ThumbnailGeometry: Equatable {
+    /// The size the whole image is resampled to.
+    let scaledWidth: Int
+    let scaledHeight: Int
+    /// The size after cropping (`.fill`); the scaled size for `.fit`.
+    let croppedWidth: Int
+    let croppedHeight: Int
+
+    init(sourceWidth: Int, sourceHeight: Int, orientation: Orientation, options: ThumbnailOptions) {
+        let swaps = options.appliesOrientation && orientation.swapsDimensions
+        let (shownWidth, shownHeight) = swaps ? (sourceHeight, sourceWidth) : (sourceWidth, sourceHeight)
+        let fitX = Double(options.width) / Double(shownWidth)
+        let fitY = Double(options.height) / Double(shownHeight)
+        var scale = options.fit == .fit ? min(fitX, fitY) : max(fitX, fitY)
+        if !options.allowsUpscaling { scale = min(scale, 1) }
+        let width = max(1, Int((Double(shownWidth) * scale).rounded()))
+        let height = max(1, Int((Double(shownHeight) * scale).rounded()))
+        let cropWidth = options.fit == .fill ? min(width, options.width) : width
+        let cropHeight = options.fit == .fill ? min(height, options.height) : height
+        (scaledWidth, scaledHeight) = swaps ? (height, width) : (width, height)
+        (croppedWidth, croppedHeight) = swaps ? (cropHeight, cropWidth) : (cropWidth, cropHeight)
+    }
+}
