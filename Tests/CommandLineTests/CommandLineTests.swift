@@ -111,6 +111,41 @@ struct CommandLineTests {
         #expect(refused.stderr.contains("not accepted"))
     }
 
+    @Test("thumbnail writes the format its extension names, fitted or filled, upright")
+    func thumbnail() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cases: [(input: String, arguments: [String], output: String, format: ImageFormat, size: (Int, Int))] = [
+            ("images/png-photo.png", ["--size", "100"], "a.jpg", .jpeg, (100, 75)),
+            ("images/png-photo-alpha.png", ["--size", "100"], "b.png", .png, (100, 75)),
+            ("images/png-photo.png", ["--size", "64", "--fill", "--quality", "70"], "c.webp", .webp, (64, 64)),
+            ("images/jpeg-orientation6.jpg", ["--size", "24"], "d.png", .png, (16, 24)),
+            (
+                "images/jpeg-800x600.jpg", ["--width", "50", "--height", "200", "--kernel", "mitchell"], "e.jpg", .jpeg,
+                (50, 38)
+            ),
+        ]
+        for (input, arguments, output, format, size) in cases {
+            let path = directory.appendingPathComponent(output).path
+            let result = try Command.run(["thumbnail", Command.fixture(input)] + arguments + ["-o", path])
+            #expect(result.status == 0, "\(result.stderr)")
+            let info = try ImageDecoder().info(.file(path: path))
+            #expect(info.format == format, "\(output)")
+            #expect(info.width == size.0 && info.height == size.1, "\(output): \(info.width)x\(info.height)")
+            #expect(info.orientation == .up)
+        }
+    }
+
+    @Test("thumbnail refuses an output it cannot write")
+    func thumbnailBadOutput() throws {
+        let result = try Command.run([
+            "thumbnail", Command.fixture("images/png-rgb8.png"), "--size", "10", "-o", "/tmp/x.gif",
+        ])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains(".jpg, .jpeg, .png or .webp"))
+    }
+
     @Test(
         "failures exit 1 with one line on stderr, never a crash",
         arguments: [
@@ -123,6 +158,8 @@ struct CommandLineTests {
             ["decode", "hostile/bmp-width-2^31.bmp"],
             ["decode", "hostile/webp-16383x16383.webp"],
             ["decode", "images/gif-animation.gif", "--frame", "9"],
+            ["thumbnail", "hostile/jpeg-50000x50000.jpg", "--size", "64", "-o", "/tmp/never.jpg"],
+            ["thumbnail", "hostile/tiff-absurd-strips.tif", "--size", "64", "-o", "/tmp/never.png"],
         ])
     func failures(_ arguments: [String]) throws {
         let resolved = arguments.map { $0.hasPrefix("hostile/") || $0.hasPrefix("images/") ? Command.fixture($0) : $0 }

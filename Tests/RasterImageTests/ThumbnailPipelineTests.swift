@@ -1,0 +1,139 @@
+import Testing
+
+@testable import RasterImage
+
+@Suite("The thumbnail pipeline")
+struct ThumbnailPipelineTests {
+    @Test(
+        "streaming rows gives the same pixels as resizing the decoded image",
+        arguments: [
+            "png-photo-alpha.png", "png-rgba16.png", "tiff-rgba.tif", "tiff-tiled.tif", "tiff-planar.tif",
+            "bmp-32bit-v5-alpha.bmp", "bmp-24bit.bmp",
+        ])
+    func streamingMatchesInMemory(_ file: String) throws {
+        let path = Fixtures.root + "/images/" + file
+        let options = ThumbnailOptions(maxPixelSize: 20)
+        let streamed = try ImageDecoder().thumbnail(.file(path: path), options: options)
+        let inMemory = try ImageDecoder().decode(.file(path: path)).thumbnail(options: options)
+        #expect(streamed == inMemory)
+    }
+
+    @Test("JPEG shrinks in the DCT as far as leaves 2x for the kernel, or as far as it can when asked")
+    func jpegShrinkFactor() {
+        let target = ThumbnailGeometry(
+            sourceWidth: 6000, sourceHeight: 4000, orientation: .up, options: ThumbnailOptions(maxPixelSize: 256))
+        #expect((target.scaledWidth, target.scaledHeight) == (256, 171))
+        // 6000 / 8 = 750 leaves 2.9x: the largest reduction libjpeg has.
+        #expect(
+            ShrinkOnLoad.factor(width: 6000, height: 4000, target: target, mode: .quality, choices: [8, 4, 2]) == 8)
+        let near = ThumbnailGeometry(
+            sourceWidth: 1000, sourceHeight: 800, orientation: .up, options: ThumbnailOptions(maxPixelSize: 200))
+        // 1000 / 4 = 250 is not twice 200; 1000 / 2 = 500 is.
+        #expect(ShrinkOnLoad.factor(width: 1000, height: 800, target: near, mode: .quality, choices: [8, 4, 2]) == 2)
+        #expect(ShrinkOnLoad.factor(width: 1000, height: 800, target: near, mode: .fastest, choices: [8, 4, 2]) == 4)
+        let larger = ThumbnailGeometry(
+            sourceWidth: 100, sourceHeight: 80, orientation: .up, options: ThumbnailOptions(maxPixelSize: 200))
+        #expect(ShrinkOnLoad.factor(width: 100, height: 80, target: larger, mode: .fastest, choices: [8, 4, 2]) == 1)
+    }
+
+    @Test("the box is fitted to the upright image, and fill crops to it exactly")
+    func geometry() {
+        let turned = ThumbnailGeometry(
+            sourceWidth: 600, sourceHeight: 400, orientation: .right, options: ThumbnailOptions(width: 100, height: 300)
+        )
+        // Upright it is 400x600: fits 100 wide, 150 high; stored it is the other way round.
+        #expect((turned.scaledWidth, turned.scaledHeight) == (150, 100))
+        let fill = ThumbnailGeometry(
+            sourceWidth: 600, sourceHeight: 400, orientation: .up,
+            options: ThumbnailOptions(maxPixelSize: 100, fit: .fill))
+        #expect((fill.scaledWidth, fill.scaledHeight) == (150, 100))
+        #expect((fill.croppedWidth, fill.croppedHeight) == (100, 100))
+        var up = ThumbnailOptions(maxPixelSize: 1000)
+        #expect(ThumbnailGeometry(sourceWidth: 60, sourceHeight: 40, orientation: .up, options: up).scaledWidth == 60)
+        up.allowsUpscaling = true
+        #expect(ThumbnailGeometry(sourceWidth: 60, sourceHeight: 40, orientation: .up, options: up).scaledWidth == 1000)
+    }
+
+    @Test("without applying orientation, the stored orientation stays in the metadata")
+    func keepsOrientationWhenAsked() throws {
+        var options = ThumbnailOptions(maxPixelSize: 24)
+        options.appliesOrientation = false
+        let thumb = try ImageDecoder().thumbnail(
+            .file(path: Fixtures.named("jpeg-orientation6").path), options: options)
+        #expect(thumb.orientation == .right)
+        #expect((thumb.width, thumb.height) == (24, 16))
+    }
+
+    @Test("a constant image stays constant through every kernel, in both light encodings")
+    func constantStaysConstant() {
+        let pixels = [UInt8](repeating: 0, count: 90 * 70 * 4).enumerated().map { i, _ in [200, 100, 50, 255][i % 4] }
+        let image = RasterImage(width: 90, height: 70, pixels: pixels.map(UInt8.init))!
+        for kernel in ResamplingKernel.allCases {
+            for linear in [false, true] {
+                let small = image.resized(width: 13, height: 11, kernel: kernel, linearLight: linear)
+                let values = Set(
+                    stride(from: 0, to: small.pixels.count, by: 4).map { Array(small.pixels[$0..<$0 + 4]) })
+                #expect(values == [[200, 100, 50, 255]], "\(kernel) linear: \(linear)")
+            }
+        }
+    }
+
+    @Test("a large resize split across cores gives what one band gives")
+    func parallelBandsAgree() throws {
+        var generator = SeededGenerator(seed: 7)
+        let (width, height) = (1600, 1200)
+        let pixels = (0..<width * height * 4).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let image = RasterImage(width: width, height: height, pixels: pixels)!
+        let banded = image.resized(width: 800, height: 600)
+        // The same resize through one streaming pass.
+        let single = StreamingResizer(
+            inputWidth: width, inputHeight: height, outputWidth: 800, outputHeight: 600, kernel: .lanczos3,
+            channels: .straightAlpha, linearLight: false)
+        pixels.withUnsafeBufferPointer { source in
+            for y in 0..<height { single.consume(source.baseAddress! + y * width * 4) }
+        }
+        #expect(800 * 600 >= RasterImage.parallelResizeThreshold)
+        #expect(banded.pixels == single.finish())
+    }
+
+    @Test("hostile and truncated files are typed errors on the thumbnail path too")
+    func hostileThumbnails() {
+        let options = ThumbnailOptions(maxPixelSize: 64)
+        for name in [
+            "png-30000x30000.png", "jpeg-50000x50000.jpg", "gif-65535x65535.gif", "bmp-width-2^31.bmp",
+            "webp-16383x16383.webp",
+        ] {
+            let error = expectDecodingError {
+                _ = try ImageDecoder().thumbnail(.file(path: Fixtures.root + "/hostile/" + name), options: options)
+            }
+            guard case .tooManyPixels = error?.reason else {
+                Issue.record("\(name): \(String(describing: error))")
+                continue
+            }
+        }
+        let strips = expectDecodingError {
+            _ = try ImageDecoder().thumbnail(
+                .file(path: Fixtures.root + "/hostile/tiff-absurd-strips.tif"), options: options)
+        }
+        #expect(strips?.reason == .truncated)
+        for fixture in Fixtures.onePerFormat + [
+            Fixtures.named("jpeg-progressive"), Fixtures.named("png-rgba8-interlaced"),
+        ] {
+            let cut = Array(fixture.bytes.prefix(fixture.bytes.count / 2))
+            let error = expectDecodingError { _ = try ImageDecoder().thumbnail(.bytes(cut), options: options) }
+            #expect(error?.reason == .truncated, "\(fixture.name)")
+        }
+    }
+
+    @Test("the limits are checked on the full-size header, before any scaled decode")
+    func limitsOnFullSize() {
+        var options = ThumbnailOptions(maxPixelSize: 16)
+        options.limits.maxPixelsPerFrame = 48 * 32 - 1
+        for fixture in Fixtures.onePerFormat {
+            let error = expectDecodingError {
+                _ = try ImageDecoder().thumbnail(.bytes(fixture.bytes), options: options)
+            }
+            #expect(error?.reason == .tooManyPixels(width: 48, height: 32, limit: 48 * 32 - 1), "\(fixture.name)")
+        }
+    }
+}
