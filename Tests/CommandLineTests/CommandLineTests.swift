@@ -29,74 +29,71 @@ struct CommandLineTests {
 
     @Test("decode writes the chosen frame as an 8-bit RGBA PNG with the reference's pixels")
     func decodeFrame() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let output = directory.appendingPathComponent("frame2.png").path
-        let result = try Command.run([
-            "decode", Command.fixture("images/gif-animation.gif"), "-o", output, "--frame", "2",
-        ])
-        #expect(result.status == 0, "\(result.stderr)")
-        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: output)))
-        #expect(bytes[24] == 8 && bytes[25] == 6)  // IHDR: 8 bits, RGBA
-        let decoded = try ImageDecoder().decode(.bytes(bytes))
-        let expected = [UInt8](
-            try Data(contentsOf: URL(fileURLWithPath: Command.fixture("expected/gif-animation.f2.rgba"))))
-        #expect(decoded.pixels == expected)
+        try Command.withTemporaryDirectory { directory in
+            let output = directory.appendingPathComponent("frame2.png").path
+            let result = try Command.run([
+                "decode", Command.fixture("images/gif-animation.gif"), "-o", output, "--frame", "2",
+            ])
+            #expect(result.status == 0, "\(result.stderr)")
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: output)))
+            #expect(bytes[24] == 8 && bytes[25] == 6)  // IHDR: 8 bits, RGBA
+            let decoded = try ImageDecoder().decode(.bytes(bytes))
+            let expected = [UInt8](
+                try Data(contentsOf: URL(fileURLWithPath: Command.fixture("expected/gif-animation.f2.rgba"))))
+            #expect(decoded.pixels == expected)
+        }
     }
 
     @Test("decode keeps the pixels as stored: no orientation applied")
     func decodeKeepsOrientation() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let output = directory.appendingPathComponent("page.png").path
-        #expect(try Command.run(["decode", Command.fixture("images/tiff-orientation6.tif"), "-o", output]).status == 0)
-        let decoded = try ImageDecoder().decode(.file(path: output))
-        #expect(decoded.width == 48 && decoded.height == 32)
-        let expected = [UInt8](
-            try Data(contentsOf: URL(fileURLWithPath: Command.fixture("expected/tiff-orientation6.rgba"))))
-        #expect(decoded.pixels == expected)
+        try Command.withTemporaryDirectory { directory in
+            let output = directory.appendingPathComponent("page.png").path
+            #expect(
+                try Command.run(["decode", Command.fixture("images/tiff-orientation6.tif"), "-o", output]).status == 0)
+            let decoded = try ImageDecoder().decode(.file(path: output))
+            #expect(decoded.width == 48 && decoded.height == 32)
+            let expected = [UInt8](
+                try Data(contentsOf: URL(fileURLWithPath: Command.fixture("expected/tiff-orientation6.rgba"))))
+            #expect(decoded.pixels == expected)
+        }
     }
 
     @Test("decode picks TIFF pages")
     func decodePage() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let output = directory.appendingPathComponent("page1.png").path
-        let result = try Command.run([
-            "decode", Command.fixture("images/tiff-pages-sizes.tif"), "-o", output, "--frame", "1",
-        ])
-        #expect(result.status == 0)
-        let decoded = try ImageDecoder().decode(.file(path: output))
-        #expect(decoded.width == 24 && decoded.height == 40)
+        try Command.withTemporaryDirectory { directory in
+            let output = directory.appendingPathComponent("page1.png").path
+            let result = try Command.run([
+                "decode", Command.fixture("images/tiff-pages-sizes.tif"), "-o", output, "--frame", "1",
+            ])
+            #expect(result.status == 0)
+            let decoded = try ImageDecoder().decode(.file(path: output))
+            #expect(decoded.width == 24 && decoded.height == 40)
+        }
     }
 
     @Test("validate accepts good files and reports each bad one on its own line")
     func validate() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let good = [
-            "png-rgba8.png", "jpeg-420.jpg", "gif-animation.gif", "tiff-multipage.tif", "webp-animation.webp",
-            "bmp-rle4.bmp",
-        ]
-        .map { Command.fixture("images/" + $0) }
-        #expect(try Command.run(["validate"] + good).status == 0)
+        try Command.withTemporaryDirectory { directory in
+            let good = [
+                "png-rgba8.png", "jpeg-420.jpg", "gif-animation.gif", "tiff-multipage.tif", "webp-animation.webp",
+                "bmp-rle4.bmp",
+            ]
+            .map { Command.fixture("images/" + $0) }
+            #expect(try Command.run(["validate"] + good).status == 0)
 
-        let cut = directory.appendingPathComponent("cut.png").path
-        let bytes = try Data(contentsOf: URL(fileURLWithPath: good[0]))
-        try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: cut))
-        let text = directory.appendingPathComponent("notes.png").path
-        try Data("not an image".utf8).write(to: URL(fileURLWithPath: text))
-        let result = try Command.run(["validate", good[0], cut, text, good[1]])
-        #expect(result.status == 1)
-        #expect(result.stderrLines.count == 2)
-        #expect(
-            result.stderrLines.first?.contains("cut.png") == true
-                && result.stderrLines.first?.contains("truncated") == true)
-        #expect(result.stderrLines.last?.contains("notes.png") == true)
+            let cut = directory.appendingPathComponent("cut.png").path
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: good[0]))
+            try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: cut))
+            let text = directory.appendingPathComponent("notes.png").path
+            try Data("not an image".utf8).write(to: URL(fileURLWithPath: text))
+            let result = try Command.run(["validate", good[0], cut, text, good[1]])
+            #expect(result.status == 1)
+            #expect(result.stderrLines.count == 2)
+            #expect(
+                result.stderrLines.first?.contains("cut.png") == true
+                    && result.stderrLines.first?.contains("truncated") == true)
+            #expect(result.stderrLines.last?.contains("notes.png") == true)
+        }
     }
 
     @Test("validate checks the declared content type")
@@ -113,27 +110,27 @@ struct CommandLineTests {
 
     @Test("thumbnail writes the format its extension names, fitted or filled, upright")
     func thumbnail() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let cases: [(input: String, arguments: [String], output: String, format: ImageFormat, size: (Int, Int))] = [
-            ("images/png-photo.png", ["--size", "100"], "a.jpg", .jpeg, (100, 75)),
-            ("images/png-photo-alpha.png", ["--size", "100"], "b.png", .png, (100, 75)),
-            ("images/png-photo.png", ["--size", "64", "--fill", "--quality", "70"], "c.webp", .webp, (64, 64)),
-            ("images/jpeg-orientation6.jpg", ["--size", "24"], "d.png", .png, (16, 24)),
-            (
-                "images/jpeg-800x600.jpg", ["--width", "50", "--height", "200", "--kernel", "mitchell"], "e.jpg", .jpeg,
-                (50, 38)
-            ),
-        ]
-        for (input, arguments, output, format, size) in cases {
-            let path = directory.appendingPathComponent(output).path
-            let result = try Command.run(["thumbnail", Command.fixture(input)] + arguments + ["-o", path])
-            #expect(result.status == 0, "\(result.stderr)")
-            let info = try ImageDecoder().info(.file(path: path))
-            #expect(info.format == format, "\(output)")
-            #expect(info.width == size.0 && info.height == size.1, "\(output): \(info.width)x\(info.height)")
-            #expect(info.orientation == .up)
+        try Command.withTemporaryDirectory { directory in
+            let cases: [(input: String, arguments: [String], output: String, format: ImageFormat, size: (Int, Int))] = [
+                ("images/png-photo.png", ["--size", "100"], "a.jpg", .jpeg, (100, 75)),
+                ("images/png-photo-alpha.png", ["--size", "100"], "b.png", .png, (100, 75)),
+                ("images/png-photo.png", ["--size", "64", "--fill", "--quality", "70"], "c.webp", .webp, (64, 64)),
+                ("images/jpeg-orientation6.jpg", ["--size", "24"], "d.png", .png, (16, 24)),
+                (
+                    "images/jpeg-800x600.jpg", ["--width", "50", "--height", "200", "--kernel", "mitchell"], "e.jpg",
+                    .jpeg,
+                    (50, 38)
+                ),
+            ]
+            for (input, arguments, output, format, size) in cases {
+                let path = directory.appendingPathComponent(output).path
+                let result = try Command.run(["thumbnail", Command.fixture(input)] + arguments + ["-o", path])
+                #expect(result.status == 0, "\(result.stderr)")
+                let info = try ImageDecoder().info(.file(path: path))
+                #expect(info.format == format, "\(output)")
+                #expect(info.width == size.0 && info.height == size.1, "\(output): \(info.width)x\(info.height)")
+                #expect(info.orientation == .up)
+            }
         }
     }
 

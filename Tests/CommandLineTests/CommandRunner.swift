@@ -45,4 +45,12 @@ enum Command {
     }
 
     static func fixture(_ relative: String) -> String { fixtures + "/" + relative }
+
+    /// Runs `body` with a new empty directory, removed afterwards.
+    static func withTemporaryDirectory<R>(_ body: (URL) throws -> R) throws -> R {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        return try body(directory)
+    }
 }

@@ -48,9 +48,7 @@ public struct JPEGEncoder: Sendable, Hashable {
         guard (1...100).contains(quality) else {
             throw ImageEncodingError(.invalidParameter, format: .jpeg, message: "quality \(quality) is not in 1...100")
         }
-        guard image.frames.indices.contains(frame) else {
-            throw ImageEncodingError(.invalidParameter, format: .jpeg, message: "frame \(frame) does not exist")
-        }
+        try ImageEncodingError.checkFrame(frame, of: image, format: .jpeg)
         guard image.width <= 65_500 && image.height <= 65_500 else {
             throw ImageEncodingError(
                 .unsupportedImage, format: .jpeg, message: "JPEG is limited to 65500 pixels a side")

@@ -21,6 +21,13 @@ public struct ImageEncodingError: Error, Sendable, Hashable, CustomStringConvert
         self.message = message
     }
 
+    /// Throws unless `image` has frame `frame`.
+    static func checkFrame(_ frame: Int, of image: RasterImage, format: ImageFormat) throws(ImageEncodingError) {
+        guard image.frames.indices.contains(frame) else {
+            throw ImageEncodingError(.invalidParameter, format: format, message: "frame \(frame) does not exist")
+        }
+    }
+
     public var description: String {
         "cannot encode \(format.displayName): \(message.replacingNewlines())"
     }
@@ -51,9 +58,7 @@ public struct PNGEncoder: Sendable, Hashable {
             throw ImageEncodingError(
                 .invalidParameter, format: .png, message: "compression level \(compressionLevel) is not in 0...9")
         }
-        guard image.frames.indices.contains(frame) else {
-            throw ImageEncodingError(.invalidParameter, format: .png, message: "frame \(frame) does not exist")
-        }
+        try ImageEncodingError.checkFrame(frame, of: image, format: .png)
         let straight = image.straightAlpha()
         let dropAlpha = !alwaysIncludeAlpha && !straight.hasAlpha
         var output = PNGOutput()

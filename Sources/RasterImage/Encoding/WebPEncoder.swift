@@ -30,9 +30,7 @@ public struct WebPEncoder: Sendable, Hashable {
         guard (0...6).contains(method) else {
             throw ImageEncodingError(.invalidParameter, format: .webp, message: "method \(method) is not in 0...6")
         }
-        guard image.frames.indices.contains(frame) else {
-            throw ImageEncodingError(.invalidParameter, format: .webp, message: "frame \(frame) does not exist")
-        }
+        try ImageEncodingError.checkFrame(frame, of: image, format: .webp)
         guard image.width <= Int(WEBP_MAX_DIMENSION) && image.height <= Int(WEBP_MAX_DIMENSION) else {
             throw ImageEncodingError(
                 .unsupportedImage, format: .webp, message: "WebP is limited to 16383 pixels a side")
