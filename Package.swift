@@ -6,10 +6,17 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "RasterImage", targets: ["RasterImage"]),
+        .library(name: "ImageLoader", targets: ["ImageLoader"]),
         .executable(name: "imageloader", targets: ["ImageLoaderCLI"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // Thin C targets: headers, link flags and the setjmp/variadic shims Swift cannot express.
@@ -41,16 +48,41 @@ let package = Package(
             name: "RasterImage",
             dependencies: ["CPNG", "CJPEG", "CGIF", "CTIFF", "CWebP", "CLCMS"]
         ),
+        .target(
+            name: "ImageLoader",
+            dependencies: [
+                "RasterImage",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
         .executableTarget(
             name: "ImageLoaderCLI",
             dependencies: [
                 "RasterImage",
+                "ImageLoader",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(
             name: "RasterImageTests",
             dependencies: ["RasterImage"]
+        ),
+        .testTarget(
+            name: "ImageLoaderTests",
+            dependencies: [
+                "ImageLoader",
+                "RasterImage",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "CommandLineTests",

@@ -1,0 +1,423 @@
+import Crypto
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A cache of HTTP responses on disk that survives restarts.
+///
+/// Every key (the URL with its query) has one file, named by the SHA-256 of the key,
+/// holding the body and its metadata together (status, headers, validators, Vary and
+/// the request headers it names, request and response times). A file is written to a
+/// temporary name and renamed into place, so no reader ever sees half an entry, even
+/// after `kill -9`. Last access is kept in the cache's own index (not the file
+/// system's atime) and drives least-recently-used eviction past ``maxBytes``.
+///
+/// ```swift
+/// let cache = try DiskCache()                              // ~/.cache/imageloader
+/// try cache.removeEntries(olderThan: DiskCache.oneWeek, by: .modified)
+/// try cache.remove(url: "https://example.com/cat.jpg")
+/// print(cache.statistics)
+/// ```
+public final class DiskCache: Sendable {
+    /// Which date a clean-up compares.
+    public enum DateKind: String, Sendable, Codable {
+        /// When the entry was last written (stored, or updated by a revalidation).
+        case modified
+        /// When the entry was first stored.
+        case created
+    }
+
+    public static let oneDay: TimeInterval = 86_400
+    public static let oneWeek: TimeInterval = 7 * 86_400
+
+    /// How full the cache is.
+    public struct Statistics: Sendable, Hashable, CustomStringConvertible {
+        public let entries: Int
+        public let failures: Int
+        public let bytes: Int
+        public let maxBytes: Int
+
+        public var description: String {
+            "\(entries) entries, \(failures) remembered failures, \(bytes) of \(maxBytes) bytes"
+        }
+    }
+
+    struct IndexEntry: Codable, Sendable {
+        var size: Int
+        var lastAccess: Double
+        var created: Double
+        var modified: Double
+    }
+
+    private struct State {
+        var index: [String: IndexEntry] = [:]
+        var totalBytes = 0
+        var changesSinceFlush = 0
+        var lastFlush = Date.distantPast
+    }
+
+    /// The folder: `entries/`, `tmp/` and the access index.
+    public let directory: String
+    /// Past this many bytes of entries, the least recently used are removed.
+    public let maxBytes: Int
+    private let clock: @Sendable () -> Date
+    private let state: Mutex<State>
+
+    private var entriesDirectory: String { directory + "/entries" }
+    private var temporaryDirectory: String { directory + "/tmp" }
+    private var indexPath: String { directory + "/index.json" }
+
+    /// `$XDG_CACHE_HOME/imageloader`, else `~/.cache/imageloader`, as the XDG base
+    /// directory specification asks.
+    public static func defaultDirectory() -> String {
+        let environment = ProcessInfo.processInfo.environment
+        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") { return xdg + "/imageloader" }
+        let home = environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
+        return home + "/.cache/imageloader"
+    }
+
+    /// Opens (creating it if needed) the cache in `directory`, reading its index and
+    /// the entries on disk.
+    public init(
+        directory: String = DiskCache.defaultDirectory(), maxBytes: Int = 512 << 20,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
+        self.directory = directory
+        self.maxBytes = maxBytes
+        self.clock = clock
+        state = Mutex(State())
+        for folder in [directory, directory + "/entries", directory + "/tmp"] {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        }
+        let loaded = loadIndex()
+        state.withLock { $0 = loaded }
+        removeStaleTemporaryFiles()
+    }
+
+    // MARK: Keys
+
+    /// The file name for a key: the hex SHA-256 of the key's UTF-8.
+    static func hash(of key: String) -> String {
+        SHA256.hash(data: Data(key.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    private func path(_ hash: String, _ kind: FileKind) -> String { entriesDirectory + "/" + hash + kind.suffix }
+
+    enum FileKind: CaseIterable {
+        case response
+        case failure
+
+        var suffix: String { self == .response ? ".response" : ".failure" }
+    }
+
+    // MARK: Responses
+
+    /// The stored response and body for `key`, or `nil`. An entry that cannot be read
+    /// whole (or belongs to another key) is removed and reported as absent.
+    func response(for key: String) -> (response: StoredResponse, body: [UInt8])? {
+        let hash = DiskCache.hash(of: key)
+        guard let bytes = FileManager.default.contents(atPath: path(hash, .response)) else { return nil }
+        guard let (response, body) = EntryFile.decode([UInt8](bytes)), response.url == key else {
+            remove(hash: hash, kind: .response)
+            return nil
+        }
+        touch(hash)
+        return (response, body)
+    }
+
+    /// Stores (or replaces) the entry for the response's URL, then evicts past the limit.
+    func store(_ response: StoredResponse, body: [UInt8]) throws {
+        let hash = DiskCache.hash(of: response.url)
+        let bytes = try EntryFile.encode(response, body: body)
+        let created = state.withLock { $0.index[hash]?.created }
+        try write(bytes, to: path(hash, .response))
+        record(hash, size: bytes.count, kind: .response, keepingCreated: created)
+        evictIfNeeded()
+    }
+
+    /// Replaces the stored response's metadata, keeping its body (after a 304).
+    func update(_ response: StoredResponse) throws {
+        let hash = DiskCache.hash(of: response.url)
+        guard let (_, body) = self.response(for: response.url) else { return }
+        let created = state.withLock { $0.index[hash]?.created }
+        let bytes = try EntryFile.encode(response, body: body)
+        try write(bytes, to: path(hash, .response))
+        record(hash, size: bytes.count, kind: .response, keepingCreated: created)
+    }
+
+    /// The stored response for a URL (its metadata, without the body), or `nil`.
+    public func storedResponse(for url: String) -> StoredResponse? {
+        response(for: url)?.response
+    }
+
+    // MARK: Remembered failures
+
+    func failure(for key: String) -> FailureRecord? {
+        let hash = DiskCache.hash(of: key)
+        guard let data = FileManager.default.contents(atPath: path(hash, .failure)) else { return nil }
+        guard let record = try? JSONDecoder().decode(FailureRecord.self, from: data), record.url == key else {
+            remove(hash: hash, kind: .failure)
+            return nil
+        }
+        return record
+    }
+
+    func store(_ failure: FailureRecord) throws {
+        let hash = DiskCache.hash(of: failure.url)
+        let data = [UInt8](try JSONEncoder().encode(failure))
+        try write(data, to: path(hash, .failure))
+        record(hash + FileKind.failure.suffix, size: data.count, kind: .failure, keepingCreated: nil)
+    }
+
+    func removeFailure(for key: String) {
+        remove(hash: DiskCache.hash(of: key), kind: .failure)
+    }
+
+    // MARK: Clean-up
+
+    /// Removes the entry (and any remembered failure) of one URL.
+    public func remove(url: String) {
+        let hash = DiskCache.hash(of: url)
+        for kind in FileKind.allCases { remove(hash: hash, kind: kind) }
+    }
+
+    /// Removes every entry whose date (`by`) is older than `age` seconds. Returns how many.
+    @discardableResult
+    public func removeEntries(olderThan age: TimeInterval, by kind: DateKind) -> Int {
+        let cutoff = clock().timeIntervalSince1970 - age
+        let victims = state.withLock { state in
+            state.index.filter { (kind == .modified ? $0.value.modified : $0.value.created) < cutoff }.map(\.key)
+        }
+        for name in victims { removeFile(named: name) }
+        flush()
+        return victims.count
+    }
+
+    /// Removes everything.
+    public func removeAll() {
+        let names = state.withLock { Array($0.index.keys) }
+        for name in names { removeFile(named: name) }
+        if let stray = try? FileManager.default.contentsOfDirectory(atPath: entriesDirectory) {
+            for name in stray { try? FileManager.default.removeItem(atPath: entriesDirectory + "/" + name) }
+        }
+        state.withLock { $0 = State() }
+        flush()
+    }
+
+    public var statistics: Statistics {
+        state.withLock { state in
+            let failures = state.index.keys.filter { $0.hasSuffix(FileKind.failure.suffix) }.count
+            return Statistics(
+                entries: state.index.count - failures, failures: failures, bytes: state.totalBytes, maxBytes: maxBytes)
+        }
+    }
+
+    /// Writes the access index now (it is otherwise written every few changes).
+    public func flush() {
+        let snapshot = state.withLock { state -> [String: IndexEntry] in
+            state.changesSinceFlush = 0
+            state.lastFlush = clock()
+            return state.index
+        }
+        guard let data = try? JSONEncoder().encode(snapshot) else { return }
+        try? write([UInt8](data), to: indexPath)
+    }
+
+    // MARK: Internals
+
+    /// Index keys are file names without the `.response` suffix (so a response's key is
+    /// its hash) and with `.failure` for failure records.
+    private func indexName(_ hash: String, _ kind: FileKind) -> String {
+        kind == .response ? hash : hash + FileKind.failure.suffix
+    }
+
+    private func removeFile(named name: String) {
+        let file =
+            entriesDirectory + "/" + (name.hasSuffix(FileKind.failure.suffix) ? name : name + FileKind.response.suffix)
+        unlink(file)
+        state.withLock { state in
+            if let entry = state.index.removeValue(forKey: name) { state.totalBytes -= entry.size }
+        }
+    }
+
+    private func remove(hash: String, kind: FileKind) {
+        removeFile(named: indexName(hash, kind))
+    }
+
+    /// `name` is the index name: the hash for a response, the hash and `.failure` for a failure.
+    private func record(_ name: String, size: Int, kind: FileKind, keepingCreated created: Double?) {
+        let now = clock().timeIntervalSince1970
+        let needsFlush = state.withLock { state -> Bool in
+            if let old = state.index[name] { state.totalBytes -= old.size }
+            state.index[name] = IndexEntry(size: size, lastAccess: now, created: created ?? now, modified: now)
+            state.totalBytes += size
+            return noteChange(&state)
+        }
+        if needsFlush { flush() }
+    }
+
+    private func touch(_ hash: String) {
+        let now = clock().timeIntervalSince1970
+        let needsFlush = state.withLock { state -> Bool in
+            guard state.index[hash] != nil else { return false }
+            state.index[hash]?.lastAccess = now
+            return noteChange(&state)
+        }
+        if needsFlush { flush() }
+    }
+
+    /// The index is written after 64 changes, or 10 seconds after the last write.
+    private func noteChange(_ state: inout State) -> Bool {
+        state.changesSinceFlush += 1
+        return state.changesSinceFlush >= 64 || clock().timeIntervalSince(state.lastFlush) > 10
+    }
+
+    /// Removes the least recently used entries until the cache is at 90% of its limit.
+    private func evictIfNeeded() {
+        let victims = state.withLock { state -> [String] in
+            guard state.totalBytes > maxBytes else { return [] }
+            var bytes = state.totalBytes
+            var names: [String] = []
+            for (name, entry) in state.index.sorted(by: { $0.value.lastAccess < $1.value.lastAccess }) {
+                if bytes <= maxBytes * 9 / 10 { break }
+                bytes -= entry.size
+                names.append(name)
+            }
+            return names
+        }
+        for name in victims { removeFile(named: name) }
+        if !victims.isEmpty { flush() }
+    }
+
+    /// Writes to a temporary file in the cache, then renames it over `path`: readers
+    /// see the old file or the new one, never part of one.
+    private func write(_ bytes: [UInt8], to path: String) throws {
+        let temporary = temporaryDirectory + "/" + UUID().uuidString
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw DiskCacheError(path: temporary, errno: errno) }
+        var written = 0
+        let result = bytes.withUnsafeBytes { buffer -> Int32 in
+            while written < buffer.count {
+                let n = Glibc.write(descriptor, buffer.baseAddress! + written, buffer.count - written)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                written += n
+            }
+            return 0
+        }
+        close(descriptor)
+        guard result == 0 else {
+            unlink(temporary)
+            throw DiskCacheError(path: temporary, errno: result)
+        }
+        guard rename(temporary, path) == 0 else {
+            let code = errno
+            unlink(temporary)
+            throw DiskCacheError(path: path, errno: code)
+        }
+    }
+
+    /// Reads the access index, then reconciles it with the files present: entries written
+    /// after the index was last saved are found by their file dates.
+    private func loadIndex() -> State {
+        var state = State()
+        if let data = FileManager.default.contents(atPath: indexPath),
+            let saved = try? JSONDecoder().decode([String: IndexEntry].self, from: data)
+        {
+            state.index = saved
+        }
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: entriesDirectory)) ?? []
+        var present: [String: IndexEntry] = [:]
+        for file in files {
+            let name: String
+            if file.hasSuffix(FileKind.response.suffix) {
+                name = String(file.dropLast(FileKind.response.suffix.count))
+            } else if file.hasSuffix(FileKind.failure.suffix) {
+                name = file
+            } else {
+                continue
+            }
+            var info = stat()
+            guard stat(entriesDirectory + "/" + file, &info) == 0 else { continue }
+            let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+            var entry =
+                state.index[name] ?? IndexEntry(size: 0, lastAccess: modified, created: modified, modified: modified)
+            entry.size = Int(info.st_size)
+            present[name] = entry
+        }
+        state.index = present
+        state.totalBytes = present.values.reduce(0) { $0 + $1.size }
+        state.lastFlush = clock()
+        return state
+    }
+
+    /// Temporary files left by a process that died mid-write.
+    private func removeStaleTemporaryFiles() {
+        let cutoff = clock().timeIntervalSince1970 - 3_600
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: temporaryDirectory)) ?? [] {
+            var info = stat()
+            let path = temporaryDirectory + "/" + file
+            if stat(path, &info) == 0 && Double(info.st_mtim.tv_sec) < cutoff { unlink(path) }
+        }
+    }
+}
+
+/// A file-system failure of the disk cache.
+public struct DiskCacheError: Error, Sendable, CustomStringConvertible {
+    public let path: String
+    public let code: Int32
+
+    init(path: String, errno code: Int32) {
+        self.path = path
+        self.code = code
+    }
+
+    public var description: String { "\(path): \(String(cString: strerror(code)))" }
+}
+
+/// A failure the loader remembers for a URL (the seeds' error caching).
+struct FailureRecord: Codable, Sendable, Equatable {
+    var url: String
+    /// The HTTP status, or `nil` for a failure without a response.
+    var status: Int?
+    var message: String
+    var attempts: Int
+    /// Until when the failure counts.
+    var expires: Date
+}
+
+/// The layout of a response file: "ILC1", the metadata's length (UInt32 LE), the
+/// body's length (UInt64 LE), the metadata as JSON, the body. A file whose lengths do
+/// not add up to its size was cut short and is not used.
+enum EntryFile {
+    static let magic: [UInt8] = Array("ILC1".utf8)
+    static let headerSize = 16
+
+    static func encode(_ response: StoredResponse, body: [UInt8]) throws -> [UInt8] {
+        let metadata = [UInt8](try JSONEncoder().encode(response))
+        var bytes = magic
+        bytes.reserveCapacity(headerSize + metadata.count + body.count)
+        withUnsafeBytes(of: UInt32(metadata.count).littleEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: UInt64(body.count).littleEndian) { bytes.append(contentsOf: $0) }
+        bytes += metadata
+        bytes += body
+        return bytes
+    }
+
+    static func decode(_ bytes: [UInt8]) -> (StoredResponse, [UInt8])? {
+        guard bytes.count >= headerSize, Array(bytes[0..<4]) == magic else { return nil }
+        let metadataLength = bytes[4..<8].reversed().reduce(0) { $0 << 8 | Int($1) }
+        let bodyLength = bytes[8..<16].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        guard bodyLength < UInt64(Int.max), headerSize + metadataLength + Int(bodyLength) == bytes.count else {
+            return nil
+        }
+        let metadata = Data(bytes[headerSize..<(headerSize + metadataLength)])
+        guard let response = try? JSONDecoder().decode(StoredResponse.self, from: metadata) else { return nil }
+        return (response, Array(bytes[(headerSize + metadataLength)...]))
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+
+/// HTTP dates (RFC 9110 §5.6.7): IMF-fixdate to write, and the two obsolete forms
+/// (RFC 850 and asctime) also read, as recipients must. Parsed by hand: no locale,
+/// no date formatter, nothing that can read a date differently on another machine.
+enum HTTPDate {
+    private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+    private static let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]  // 1970-01-01 was a Thursday
+
+    /// The date, or `nil` when the text is not an HTTP date.
+    static func parse(_ text: String) -> Date? {
+        let fields = text.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "-" }).map(String.init)
+        // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT -> [Sun, 06, Nov, 1994, 08:49:37, GMT]
+        // RFC 850:     Sunday, 06-Nov-94 08:49:37 GMT -> [Sunday, 06, Nov, 94, 08:49:37, GMT]
+        // asctime:     Sun Nov  6 08:49:37 1994 -> [Sun, Nov, 6, 08:49:37, 1994]
+        var day: Int?
+        var month: Int?
+        var year: Int?
+        var time: [Int]?
+        if fields.count == 6, fields[5] == "GMT" {
+            day = Int(fields[1])
+            month = months.firstIndex(of: fields[2].lowercased())
+            year = Int(fields[3]).map { value in
+                // RFC 850's two-digit years: the closest century, read as RFC 9110 asks.
+                fields[3].count == 2 ? (value >= 70 ? 1900 + value : 2000 + value) : value
+            }
+            time = clock(fields[4])
+        } else if fields.count == 5 {
+            month = months.firstIndex(of: fields[1].lowercased())
+            day = Int(fields[2])
+            time = clock(fields[3])
+            year = Int(fields[4])
+        }
+        guard let day, let month, let year, let time, (1...31).contains(day), year >= 1970 else { return nil }
+        let days = daysFromCivil(year: year, month: month + 1, day: day)
+        let seconds = days * 86_400 + time[0] * 3_600 + time[1] * 60 + time[2]
+        return Date(timeIntervalSince1970: TimeInterval(seconds))
+    }
+
+    /// IMF-fixdate, the form HTTP senders must use.
+    static func format(_ date: Date) -> String {
+        let seconds = Int(date.timeIntervalSince1970.rounded(.down))
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = seconds - days * 86_400
+        let (year, month, day) = civilFromDays(days)
+        let weekday = weekdays[((days % 7) + 7) % 7]
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        let monthName = months[month - 1].prefix(1).uppercased() + months[month - 1].dropFirst()
+        return
+            "\(weekday), \(two(day)) \(monthName) \(year) \(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) GMT"
+    }
+
+    private static func clock(_ text: String) -> [Int]? {
+        let parts = text.split(separator: ":").compactMap { Int($0) }
+        guard parts.count == 3, (0...23).contains(parts[0]), (0...59).contains(parts[1]), (0...60).contains(parts[2])
+        else {
+            return nil
+        }
+        return parts
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    private static func civilFromDays(_ days: Int) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}

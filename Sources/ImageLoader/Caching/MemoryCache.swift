@@ -1,0 +1,195 @@
+import Foundation
+import RasterImage
+import Synchronization
+
+/// Decoded images in memory, least recently used first out, sized by their decoded
+/// bytes (``RasterImage/cost``). Safe from any thread; ``peek(_:)`` answers
+/// synchronously, for code that cannot await.
+///
+/// ```swift
+/// var configuration = MemoryCache.Configuration()
+/// configuration.maxBytes = 64 << 20
+/// configuration.timeToLive = 300
+/// let cache = MemoryCache(configuration: configuration)
+/// ```
+public final class MemoryCache: Sendable {
+    public struct Configuration: Sendable, Hashable {
+        /// Most decoded bytes held. Default: ``MemoryCache/defaultMaxBytes``.
+        public var maxBytes: Int = MemoryCache.defaultMaxBytes
+        /// Most images held, or no limit.
+        public var maxCount: Int?
+        /// Seconds an image stays after it was added, or for ever.
+        public var timeToLive: TimeInterval?
+        /// The largest share of `maxBytes` one image may take (default a quarter), so one
+        /// huge image cannot push out everything else.
+        public var maxEntryFraction: Double = 0.25
+
+        public init() {}
+    }
+
+    /// An eighth of the memory this process may use (the machine's, or the container's
+    /// cgroup limit when lower), between 32 MiB and 1 GiB.
+    public static let defaultMaxBytes: Int = {
+        let limit = MemoryLimit.available
+        return min(1 << 30, max(32 << 20, limit / 8))
+    }()
+
+    struct Entry: Sendable {
+        let image: RasterImage
+        /// The HTTP response it came from, for freshness checks; `nil` for local files.
+        let response: StoredResponse?
+        let added: Date
+    }
+
+    private struct State {
+        var entries: [String: Node] = [:]
+        var head: Node?  // most recently used
+        var tail: Node?  // least recently used
+        var bytes = 0
+        var configuration: Configuration
+    }
+
+    private final class Node {
+        let key: String
+        let entry: Entry
+        var newer: Node?
+        weak var older: Node?
+
+        init(key: String, entry: Entry) {
+            self.key = key
+            self.entry = entry
+        }
+    }
+
+    private let state: Mutex<State>
+    private let clock: @Sendable () -> Date
+
+    public init(configuration: Configuration = Configuration(), clock: @escaping @Sendable () -> Date = { Date() }) {
+        state = Mutex(State(configuration: configuration))
+        self.clock = clock
+    }
+
+    public var configuration: Configuration {
+        state.withLock { $0.configuration }
+    }
+
+    /// Changes the byte limit, evicting at once if the cache is over it (the seeds'
+    /// `setMemoryCacheMaxBytes`).
+    public func setMaxBytes(_ maxBytes: Int) {
+        state.withLock { state in
+            state.configuration.maxBytes = max(0, maxBytes)
+            MemoryCache.trim(&state)
+        }
+    }
+
+    /// The image for `key` if it is held and not past its time to live.
+    public func peek(_ key: String) -> RasterImage? {
+        entry(for: key)?.image
+    }
+
+    func entry(for key: String) -> Entry? {
+        let now = clock()
+        return state.withLock { state -> Entry? in
+            guard let node = state.entries[key] else { return nil }
+            if let ttl = state.configuration.timeToLive, now.timeIntervalSince(node.entry.added) > ttl {
+                MemoryCache.unlink(node, &state)
+                return nil
+            }
+            MemoryCache.unlink(node, &state)
+            MemoryCache.pushFront(node, &state)
+            return node.entry
+        }
+    }
+
+    /// Adds (or replaces) an image. Returns `false` when it is larger than one entry may be.
+    @discardableResult
+    func insert(_ image: RasterImage, response: StoredResponse?, for key: String) -> Bool {
+        let entry = Entry(image: image, response: response, added: clock())
+        return state.withLock { state in
+            let limit = Int(Double(state.configuration.maxBytes) * state.configuration.maxEntryFraction)
+            if let old = state.entries[key] { MemoryCache.unlink(old, &state) }
+            guard image.cost <= limit else { return false }
+            MemoryCache.pushFront(Node(key: key, entry: entry), &state)
+            MemoryCache.trim(&state)
+            return true
+        }
+    }
+
+    /// Removes one image.
+    public func remove(_ key: String) {
+        state.withLock { state in
+            if let node = state.entries[key] { MemoryCache.unlink(node, &state) }
+        }
+    }
+
+    /// Removes every image.
+    public func removeAll() {
+        state.withLock { state in
+            state.entries = [:]
+            state.head = nil
+            state.tail = nil
+            state.bytes = 0
+        }
+    }
+
+    /// Images held and their decoded bytes.
+    public var usage: (count: Int, bytes: Int) {
+        state.withLock { ($0.entries.count, $0.bytes) }
+    }
+
+    /// The keys from most to least recently used.
+    var keysByRecency: [String] {
+        state.withLock { state in
+            var keys: [String] = []
+            var node = state.head
+            while let current = node {
+                keys.append(current.key)
+                node = current.older
+            }
+            return keys
+        }
+    }
+
+    private static func pushFront(_ node: Node, _ state: inout State) {
+        node.older = state.head
+        node.newer = nil
+        state.head?.newer = node
+        state.head = node
+        if state.tail == nil { state.tail = node }
+        state.entries[node.key] = node
+        state.bytes += node.entry.image.cost
+    }
+
+    private static func unlink(_ node: Node, _ state: inout State) {
+        if let newer = node.newer { newer.older = node.older } else { state.head = node.older }
+        if let older = node.older { older.newer = node.newer } else { state.tail = node.newer }
+        node.newer = nil
+        node.older = nil
+        state.entries[node.key] = nil
+        state.bytes -= node.entry.image.cost
+    }
+
+    private static func trim(_ state: inout State) {
+        while let tail = state.tail,
+            state.bytes > state.configuration.maxBytes
+                || state.configuration.maxCount.map({ state.entries.count > $0 }) ?? false
+        {
+            unlink(tail, &state)
+        }
+    }
+}
+
+/// How much memory this process may use: the cgroup's limit (v2 `memory.max`, v1
+/// `memory.limit_in_bytes`) when one is set and lower than the machine's memory.
+enum MemoryLimit {
+    static var available: Int {
+        let physical = Int(ProcessInfo.processInfo.physicalMemory)
+        let candidates = ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"]
+        let cgroup = candidates.compactMap { path -> Int? in
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+            return Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        }.first
+        guard let cgroup, cgroup > 0 else { return physical }
+        return min(physical, cgroup)
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import Logging
+import RasterImage
+
+/// Loads images over HTTP (and from files) through a memory cache and a disk cache
+/// that follows HTTP's caching rules and survives restarts, decoding off the
+/// caller's task before anything is cached. Concurrent loads of a URL share one
+/// request and one decode.
+///
+/// ```swift
+/// let loader = try ImageLoader()
+/// let loaded = try await loader.image(for: URL(string: "https://example.com/cat.jpg")!)
+/// print(loaded.image.width, loaded.source)        // 640 networkToDisk, then disk or memory
+///
+/// for await event in loader.events(for: url) {     // the three moments, as they happen
+///     switch event {
+///     case .cached(let cached): show(cached.image)
+///     case .sendingRequest(let hadCache): spinner(on: !hadCache)
+///     case .completed(let done): show(done.image)
+///     case .failed(let error): report(error)
+///     case .progress: break
+///     }
+/// }
+/// try await loader.shutdown()
+/// ```
+public final class ImageLoader: Sendable {
+    public let configuration: Configuration
+    /// The disk cache, for clean-up and statistics; `nil` when the configuration has none.
+    public let diskCache: DiskCache?
+    /// The memory cache, for synchronous peeks and purges; `nil` when images are not
+    /// kept in memory.
+    public let memoryCache: MemoryCache?
+    private let pipeline: ImagePipeline
+    private let dataLoader: any DataLoading
+    private let workers: WorkerPool
+
+    /// Creates the loader: its disk cache (reading the index), its HTTP client and its
+    /// worker threads. Call ``shutdown()`` when done.
+    public init(configuration: Configuration = Configuration()) throws {
+        self.configuration = configuration
+        diskCache = try configuration.cacheDirectory.map {
+            try DiskCache(directory: $0, maxBytes: configuration.diskCacheMaxBytes, clock: configuration.clock)
+        }
+        memoryCache =
+            configuration.cacheImagesInMemory
+            ? MemoryCache(configuration: configuration.memoryCache, clock: configuration.clock) : nil
+        if let custom = configuration.dataLoader {
+            dataLoader = custom
+        } else {
+            var http = HTTPDataLoader.Configuration()
+            http.connectTimeout = configuration.connectTimeout
+            http.timeout = configuration.timeout
+            http.maxResponseBytes = configuration.maxResponseBytes
+            http.maxRedirects = configuration.maxRedirects
+            http.credentials = configuration.credentials
+            http.trustAnySSLCertificate = configuration.trustAnySSLCertificate
+            http.clock = configuration.clock
+            dataLoader = HTTPDataLoader(configuration: http, logger: configuration.logger)
+        }
+        workers = WorkerPool(threads: configuration.decodingThreads)
+        pipeline = ImagePipeline(
+            context: PipelineContext(
+                configuration: configuration, policy: configuration.cachePolicy, diskCache: diskCache,
+                memoryCache: memoryCache, dataLoader: dataLoader, workers: workers))
+    }
+
+    /// The events of loading `url`, as they happen (see ``ImageLoadEvent`` for which
+    /// arrive when). Stop iterating at any time; the load is cancelled when no caller
+    /// waits for it any more, except a background revalidation, which finishes.
+    public func events(for url: URL, options: LoadOptions = LoadOptions()) -> AsyncStream<ImageLoadEvent> {
+        let pipeline = self.pipeline
+        return AsyncStream { continuation in
+            let id = UUID()
+            continuation.onTermination = { _ in
+                Task { await pipeline.detach(id, url: url, options: options) }
+            }
+            Task { await pipeline.attach(id, url: url, options: options, continuation: continuation) }
+        }
+    }
+
+    /// The image at `url` and where it came from: the first image the load yields
+    /// (a cached one, even stale under stale-while-revalidate or stale-if-error, or
+    /// the downloaded one). Throws ``ImageLoadingError`` when there is none.
+    ///
+    /// ```swift
+    /// let loaded = try await loader.image(for: url)
+    /// ```
+    public func image(for url: URL, options: LoadOptions = LoadOptions()) async throws(ImageLoadingError) -> LoadedImage
+    {
+        var failure: ImageLoadingError?
+        for await event in events(for: url, options: options) {
+            if let image = event.image { return image }
+            if case .failed(let error) = event { failure = error }
+        }
+        if Task.isCancelled { throw ImageLoadingError(.cancelled, url: url.absoluteString) }
+        throw failure ?? ImageLoadingError(.cancelled, url: url.absoluteString)
+    }
+
+    /// The image in the memory cache for `url`, if there is one, without waiting:
+    /// for code that cannot await. Its freshness is not checked.
+    public func peek(_ url: URL) -> RasterImage? {
+        memoryCache?.peek(url.absoluteString)
+    }
+
+    /// Waits until every load in flight has finished, background revalidations included.
+    public func waitForBackgroundWork() async {
+        for task in await pipeline.runningTasks { await task.value }
+    }
+
+    /// Finishes the loads in flight, then releases the HTTP client and the worker
+    /// threads and saves the disk cache's index. The loader cannot be used afterwards.
+    public func shutdown() async throws {
+        for task in await pipeline.shutdown() { await task.value }
+        diskCache?.flush()
+        try await dataLoader.shutdown()
+        try await workers.shutdown()
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Logging
+import RasterImage
+
+extension ImageLoader {
+    /// Everything a loader is built from: its caches, its HTTP settings and its rules.
+    ///
+    /// ```swift
+    /// var configuration = ImageLoader.Configuration()
+    /// configuration.cacheDirectory = "/var/cache/thumbnails"
+    /// configuration.defaultCacheControlMaxAge = 3600        // for responses that state none
+    /// configuration.acceptedContentTypes = AcceptedContentTypes(["image/png", "image/jpeg"])
+    /// configuration.credentials = ("user", "secret")
+    /// let loader = try ImageLoader(configuration: configuration)
+    /// ```
+    public struct Configuration: Sendable {
+        // MARK: Caches
+
+        /// The disk cache's folder; `nil` for no disk cache. Default: ``DiskCache/defaultDirectory()``.
+        public var cacheDirectory: String? = DiskCache.defaultDirectory()
+        /// The disk cache's size limit; least recently used entries go first.
+        public var diskCacheMaxBytes = 512 << 20
+        /// Keep decoded images in memory.
+        public var cacheImagesInMemory = true
+        public var memoryCache = MemoryCache.Configuration()
+
+        // MARK: HTTP caching rules
+
+        /// Follow the servers' caching headers (RFC 9111). When `false`, stored images
+        /// never go stale and are kept until cleaned up (no-store is still honoured).
+        public var useServerCachePolicy = true
+        /// Seconds of freshness for responses that state none (no max-age, no Expires),
+        /// instead of the heuristic (10% of the time since Last-Modified).
+        public var defaultCacheControlMaxAge: TimeInterval?
+        /// Seconds an error response (4xx, 5xx) is remembered, unless it says otherwise.
+        public var defaultCacheControlMaxAgeForErrors: TimeInterval = 60
+        /// After this many failures within the window, a load fails without a request.
+        public var maxAttemptsForErrors = 3
+        /// The types a response's Content-Type and its bytes must both be.
+        public var acceptedContentTypes = AcceptedContentTypes.default
+
+        // MARK: HTTP
+
+        /// Sent with every request.
+        public var requestHeaders: [HeaderField] = []
+        /// Basic authentication, sent only to the origin of the URL asked for, never to
+        /// another origin after a redirect.
+        public var credentials: (user: String, password: String)?
+        public var connectTimeout: Duration = .seconds(10)
+        /// The whole request, redirects included.
+        public var timeout: Duration = .seconds(60)
+        public var maxResponseBytes = 50 << 20
+        public var maxRedirects = 5
+        /// Accept any TLS certificate. Off by default.
+        public var trustAnySSLCertificate = false
+        /// Another HTTP stack; `nil` for AsyncHTTPClient.
+        public var dataLoader: (any DataLoading)?
+
+        // MARK: Decoding
+
+        /// Decodes downloaded bytes; any ``ImageDecoding``.
+        public var decoder: any ImageDecoding = ImageDecoder()
+        public var decodingOptions = DecodingOptions()
+        /// Threads for decoding and disk work. Default: the number of cores.
+        public var decodingThreads = ProcessInfo.processInfo.activeProcessorCount
+
+        // MARK: Observability
+
+        /// Where the loader logs (cache misses at debug level, failures at warning).
+        /// Default: a logger that discards everything: the library never prints.
+        public var logger = Logger(label: "ImageLoader", factory: { _ in SwiftLogNoOpLogHandler() })
+        /// The clock for cache ages and error windows (tests substitute their own).
+        public var clock: @Sendable () -> Date = { Date() }
+
+        public init() {}
+
+        var cachePolicy: HTTPCachePolicy {
+            HTTPCachePolicy(useServerCachePolicy: useServerCachePolicy, defaultMaxAge: defaultCacheControlMaxAge)
+        }
+    }
+}

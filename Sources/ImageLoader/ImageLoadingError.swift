@@ -1,0 +1,74 @@
+import RasterImage
+
+/// Why a load gave no image: the reason, the URL, and the HTTP status when there was one.
+///
+/// ```swift
+/// do {
+///     _ = try await loader.image(for: url)
+/// } catch {
+///     if case .httpStatus(404) = error.reason { ... }
+/// }
+/// ```
+public struct ImageLoadingError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Reason: Sendable, Hashable {
+        /// The origin answered with an error status (4xx or 5xx, or one the loader cannot use).
+        case httpStatus(Int)
+        /// The connection failed (refused, reset, DNS, TLS, ...).
+        case network(String)
+        /// The connect timeout or the total timeout passed.
+        case timeout
+        /// The body is larger than ``ImageLoader/Configuration/maxResponseBytes``.
+        case responseTooLarge(limit: Int)
+        /// More redirects than ``ImageLoader/Configuration/maxRedirects``.
+        case tooManyRedirects(limit: Int)
+        /// The response's Content-Type or the bytes' format is not accepted.
+        case contentType(ContentTypeError)
+        /// The bytes are not a decodable image.
+        case decoding(ImageDecodingError)
+        /// The URL failed before, often enough and recently enough that the loader did
+        /// not ask again (the seeds' error caching).
+        case rememberedFailure(status: Int?, attempts: Int)
+        /// Not an http, https or file URL.
+        case unsupportedURL
+        /// The caller's task was cancelled.
+        case cancelled
+        /// The loader was shut down.
+        case shutDown
+    }
+
+    public let reason: Reason
+    public let url: String
+
+    public init(_ reason: Reason, url: String) {
+        self.reason = reason
+        self.url = url
+    }
+
+    /// The HTTP status behind the failure, if any.
+    public var status: Int? {
+        switch reason {
+        case .httpStatus(let status): status
+        case .rememberedFailure(let status, _): status
+        default: nil
+        }
+    }
+
+    public var description: String {
+        let text: String
+        switch reason {
+        case .httpStatus(let status): text = "HTTP status \(status)"
+        case .network(let message): text = "network error: \(message)"
+        case .timeout: text = "timed out"
+        case .responseTooLarge(let limit): text = "response larger than \(limit) bytes"
+        case .tooManyRedirects(let limit): text = "more than \(limit) redirects"
+        case .contentType(let error): text = error.description
+        case .decoding(let error): text = error.description
+        case .rememberedFailure(let status, let attempts):
+            text = "failed \(attempts) times recently\(status.map { " (HTTP status \($0))" } ?? ""); not retried yet"
+        case .unsupportedURL: text = "unsupported URL"
+        case .cancelled: text = "cancelled"
+        case .shutDown: text = "the loader is shut down"
+        }
+        return "\(url): \(text)"
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+
+/// One HTTP GET as the loader makes it.
+public struct DataRequest: Sendable, Hashable {
+    public var url: URL
+    public var headers: [HeaderField]
+
+    public init(url: URL, headers: [HeaderField] = []) {
+        self.url = url
+        self.headers = headers
+    }
+}
+
+/// What came back, with the times the cache's age calculation needs.
+public struct DataResponse: Sendable, Hashable {
+    /// Where the response came from, after redirects.
+    public var url: URL
+    public var status: Int
+    public var headers: [HeaderField]
+    public var body: [UInt8]
+    /// When the request was sent and when the response arrived.
+    public var requestTime: Date
+    public var responseTime: Date
+
+    public init(url: URL, status: Int, headers: [HeaderField], body: [UInt8], requestTime: Date, responseTime: Date) {
+        self.url = url
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.requestTime = requestTime
+        self.responseTime = responseTime
+    }
+
+    public func value(_ name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+}
+
+/// Fetches bytes: the seam for another HTTP stack, or a fake one.
+public protocol DataLoading: Sendable {
+    /// Sends `request`, reporting progress (bytes received, bytes expected if known).
+    /// Throws ``ImageLoadingError``.
+    func load(_ request: DataRequest, progress: @escaping @Sendable (Int, Int?) -> Void) async throws -> DataResponse
+    /// Releases connections and threads.
+    func shutdown() async throws
+}

@@ -1,0 +1,54 @@
+import Foundation
+import Synchronization
+
+/// Hands one load's events to every caller waiting on it. A caller that joins late
+/// first receives the events it missed, so every caller sees the whole sequence.
+final class EventBroadcaster: Sendable {
+    typealias Continuation = AsyncStream<ImageLoadEvent>.Continuation
+
+    private struct State {
+        var history: [ImageLoadEvent] = []
+        var subscribers: [UUID: Continuation] = [:]
+        var finished = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Adds a subscriber, replaying what happened so far.
+    func add(_ id: UUID, _ continuation: Continuation) {
+        let (history, finished) = state.withLock { state -> ([ImageLoadEvent], Bool) in
+            if !state.finished { state.subscribers[id] = continuation }
+            return (state.history, state.finished)
+        }
+        for event in history { continuation.yield(event) }
+        if finished { continuation.finish() }
+    }
+
+    /// Removes a subscriber; returns how many remain.
+    func remove(_ id: UUID) -> Int {
+        state.withLock { state in
+            state.subscribers[id] = nil
+            return state.subscribers.count
+        }
+    }
+
+    var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+
+    func emit(_ event: ImageLoadEvent) {
+        let subscribers = state.withLock { state -> [Continuation] in
+            // Progress is not replayed: only its latest value would matter.
+            if case .progress = event {} else { state.history.append(event) }
+            return Array(state.subscribers.values)
+        }
+        for subscriber in subscribers { subscriber.yield(event) }
+    }
+
+    func finish() {
+        let subscribers = state.withLock { state -> [Continuation] in
+            state.finished = true
+            defer { state.subscribers = [:] }
+            return Array(state.subscribers.values)
+        }
+        for subscriber in subscribers { subscriber.finish() }
+    }
+}

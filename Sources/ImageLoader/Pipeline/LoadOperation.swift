@@ -1,0 +1,243 @@
+import Foundation
+import Logging
+import RasterImage
+
+/// One URL's load: memory, then disk, then the origin, following RFC 9111 for a
+/// private cache, and remembering failures as the seeds do.
+struct LoadOperation: Sendable {
+    let url: URL
+    let options: LoadOptions
+    let context: PipelineContext
+    let emit: @Sendable (ImageLoadEvent) -> Void
+    /// Asks the pipeline to let this work finish even when no caller waits any more.
+    let keepRunning: @Sendable () async -> Void
+
+    private var key: String { url.absoluteString }
+    private var policy: HTTPCachePolicy { context.policy }
+    private var configuration: ImageLoader.Configuration { context.configuration }
+
+    /// A stored response, with its body once it has been read.
+    private struct Cached {
+        var response: StoredResponse
+        var body: [UInt8]?
+        var image: RasterImage?
+        var fromMemory: Bool
+    }
+
+    func run() async {
+        do {
+            try await perform()
+        } catch let error as ImageLoadingError {
+            if error.reason != .cancelled {
+                context.logger.warning("load failed", metadata: ["url": "\(key)", "error": "\(error)"])
+            }
+            emit(.failed(error))
+        } catch {
+            emit(.failed(ImageLoadingError(.network(String(describing: error)), url: key)))
+        }
+    }
+
+    private func perform() async throws {
+        if url.isFileURL { return try await loadFile() }
+        guard url.scheme == "http" || url.scheme == "https", url.host != nil else {
+            throw ImageLoadingError(.unsupportedURL, url: key)
+        }
+        let cached = options.cachePolicy == .reload ? nil : try await lookUp()
+        if options.cachePolicy != .reload, try await rememberedFailure() { return }
+        if var cached {
+            let evaluation = policy.evaluate(cached.response, now: context.now)
+            let usable =
+                switch options.cachePolicy {
+                case .useCache: evaluation.isFresh
+                case .revalidate: evaluation.isImmutable
+                case .reload: false
+                }
+            if usable {
+                let image = try await image(of: &cached)
+                emit(.cached(LoadedImage(image: image, source: cached.fromMemory ? .memory : .disk, url: url)))
+                return
+            }
+            if options.cachePolicy == .useCache && evaluation.mayServeWhileRevalidating {
+                let image = try await image(of: &cached)
+                emit(
+                    .cached(
+                        LoadedImage(image: image, source: cached.fromMemory ? .memory : .disk, url: url, isStale: true))
+                )
+                // The caller has its image; the revalidation goes on without it.
+                await keepRunning()
+                return try await fetch(revalidating: cached)
+            }
+            context.logger.debug("stale", metadata: ["url": "\(key)", "age": "\(evaluation.age)"])
+        } else {
+            context.logger.debug("cache miss", metadata: ["url": "\(key)"])
+        }
+        try await fetch(revalidating: cached)
+    }
+
+    /// The stored response for this URL (memory first, then disk), if it answers this request.
+    private func lookUp() async throws -> Cached? {
+        if let entry = context.memoryEntry(for: key), let response = entry.response {
+            return Cached(response: response, body: nil, image: entry.image, fromMemory: true)
+        }
+        guard let disk = context.diskCache else { return nil }
+        let key = self.key
+        guard let (response, body) = try await context.blocking(key, { disk.response(for: key) }) else { return nil }
+        guard policy.matchesVary(response, requestHeaders: context.requestHeaders) else { return nil }
+        return Cached(response: response, body: body, image: nil, fromMemory: false)
+    }
+
+    /// The decoded image of a cached response, decoding (and keeping in memory) if needed.
+    private func image(of cached: inout Cached) async throws -> RasterImage {
+        if let image = cached.image { return image }
+        var body = cached.body
+        if body == nil, let disk = context.diskCache {
+            let key = self.key
+            body = try await context.blocking(key) { disk.response(for: key)?.body }
+        }
+        guard let body else { throw ImageLoadingError(.decoding(ImageDecodingError(.empty)), url: key) }
+        let image = try await context.decode(body, url: key)
+        cached.image = image
+        context.memoryCache?.insert(image, response: cached.response, for: key)
+        return image
+    }
+
+    /// A failure remembered recently enough and often enough: fail without a request.
+    private func rememberedFailure() async throws -> Bool {
+        guard let disk = context.diskCache else { return false }
+        let key = self.key
+        guard let failure = try await context.blocking(key, { disk.failure(for: key) }) else { return false }
+        guard failure.expires > context.now, failure.attempts >= configuration.maxAttemptsForErrors else {
+            return false
+        }
+        context.logger.debug("remembered failure", metadata: ["url": "\(key)", "attempts": "\(failure.attempts)"])
+        emit(
+            .failed(ImageLoadingError(.rememberedFailure(status: failure.status, attempts: failure.attempts), url: key))
+        )
+        return true
+    }
+
+    /// Asks the origin: conditionally when something is cached.
+    private func fetch(revalidating cached: Cached?) async throws {
+        emit(.sendingRequest(hadCache: cached != nil))
+        var headers = context.requestHeaders
+        if let cached { headers += policy.conditionalHeaders(for: cached.response) }
+        let response: DataResponse
+        do {
+            let emit = self.emit
+            response = try await context.dataLoader.load(DataRequest(url: url, headers: headers)) {
+                received, expected in
+                emit(.progress(received: received, expected: expected))
+            }
+        } catch let error as ImageLoadingError {
+            if error.reason == .cancelled || error.reason == .shutDown { throw error }
+            return try await failed(error, response: nil, cached: cached)
+        }
+        if response.status == 304, var cached {
+            guard policy.notModified(response.headers, matches: cached.response) else {
+                // A 304 for another representation: ask again, unconditionally.
+                return try await fetch(revalidating: nil)
+            }
+            let updated = policy.updating(
+                cached.response, with: response.headers, requestTime: response.requestTime,
+                responseTime: response.responseTime)
+            cached.response = updated
+            let image = try await image(of: &cached)
+            if let disk = context.diskCache {
+                let key = self.key
+                try await context.blocking(key) {
+                    if policy.isStorable(updated) { try? disk.update(updated) } else { disk.remove(url: key) }
+                    disk.removeFailure(for: key)
+                }
+            }
+            context.memoryCache?.insert(image, response: updated, for: key)
+            emit(.completed(LoadedImage(image: image, source: .networkNotModified, url: url)))
+            return
+        }
+        guard response.status == 200 else {
+            let error = ImageLoadingError(.httpStatus(response.status), url: key)
+            return try await failed(error, response: response, cached: cached)
+        }
+        try await accept(response, requestHeaders: headers)
+    }
+
+    /// A 200: checks the type, decodes, and stores when the response allows it.
+    private func accept(_ response: DataResponse, requestHeaders: [HeaderField]) async throws {
+        do {
+            _ = try configuration.acceptedContentTypes.validate(
+                response.body.prefix(64), declaredContentType: response.value("Content-Type"))
+        } catch {
+            throw ImageLoadingError(.contentType(error), url: key)
+        }
+        let image = try await context.decode(response.body, url: key)
+        var stored = StoredResponse(
+            url: key, status: response.status, headers: response.headers, requestTime: response.requestTime,
+            responseTime: response.responseTime)
+        stored.varyingRequestHeaders = policy.varyingRequestHeaders(for: stored, requestHeaders: requestHeaders)
+        let storable = policy.isStorable(stored)
+        var source = LoadedImage.Source.network
+        if let disk = context.diskCache {
+            let (key, body, entry) = (self.key, response.body, stored)
+            source = try await context.blocking(key) { () -> LoadedImage.Source in
+                disk.removeFailure(for: key)
+                guard storable else {
+                    disk.remove(url: key)
+                    return .network
+                }
+                do {
+                    try disk.store(entry, body: body)
+                    return .networkToDisk
+                } catch {
+                    return .network
+                }
+            }
+        }
+        if storable {
+            context.memoryCache?.insert(image, response: stored, for: key)
+        } else {
+            context.memoryCache?.remove(key)
+        }
+        emit(.completed(LoadedImage(image: image, source: source, url: url)))
+    }
+
+    /// The origin failed. Within stale-if-error a cached image is served; error
+    /// responses are remembered (unless no-store); then the error is reported.
+    private func failed(_ error: ImageLoadingError, response: DataResponse?, cached: Cached?) async throws {
+        let status = response?.status
+        let serverFailure = status == nil || [500, 502, 503, 504].contains(status!)
+        if var cached, serverFailure, options.cachePolicy != .reload,
+            policy.evaluate(cached.response, now: context.now).mayServeOnError
+        {
+            let image = try await image(of: &cached)
+            emit(
+                .cached(LoadedImage(image: image, source: cached.fromMemory ? .memory : .disk, url: url, isStale: true))
+            )
+            emit(.failed(error))
+            return
+        }
+        if let response, let status, status >= 400, let disk = context.diskCache {
+            let control = CacheControl(
+                headerValues: response.headers.filter { $0.name.lowercased() == "cache-control" }.map(\.value))
+            if !control.noStore {
+                let window = control.maxAge.map(TimeInterval.init) ?? configuration.defaultCacheControlMaxAgeForErrors
+                let (key, now) = (self.key, context.now)
+                try await context.blocking(key) {
+                    let previous = disk.failure(for: key).flatMap { $0.expires > now ? $0 : nil }
+                    let record = FailureRecord(
+                        url: key, status: status, message: error.description, attempts: (previous?.attempts ?? 0) + 1,
+                        expires: previous?.expires ?? now.addingTimeInterval(window))
+                    try? disk.store(record)
+                }
+            }
+        }
+        throw error
+    }
+
+    /// A file URL: decoded straight from the file (kept in memory, never on disk).
+    private func loadFile() async throws {
+        let (key, path) = (self.key, url.path)
+        let (decoder, options) = (configuration.decoder, configuration.decodingOptions)
+        let image = try await context.blocking(key) { try decoder.decode(.file(path: path), options: options) }
+        context.memoryCache?.insert(image, response: nil, for: key)
+        emit(.completed(LoadedImage(image: image, source: .localFile, url: url)))
+    }
+}

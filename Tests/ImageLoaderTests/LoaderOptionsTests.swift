@@ -1,0 +1,256 @@
+import Foundation
+import ImageLoader
+import RasterImage
+import Testing
+
+@Suite("The seeds' options and HTTP behaviour")
+struct LoaderOptionsTests {
+    static let png = ("Content-Type", "image/png")
+
+    @Test(
+        "error responses are remembered: after N failures within the window, no request; the window ends; a restart remembers"
+    )
+    func errorCaching() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve("/missing.png", .init(status: 404))
+            let configure: (inout ImageLoader.Configuration) -> Void = {
+                $0.maxAttemptsForErrors = 2
+                $0.defaultCacheControlMaxAgeForErrors = 60
+            }
+            let loader = try harness.loader(configure)
+            let url = origin.url("/missing.png")
+            #expect(await loader.allEvents(for: url).moments == [.sending(hadCache: false), .failed(.httpStatus(404))])
+            #expect(await loader.allEvents(for: url).moments == [.sending(hadCache: false), .failed(.httpStatus(404))])
+            #expect(await loader.allEvents(for: url).moments == [.failed(.rememberedFailure(status: 404, attempts: 2))])
+            #expect(origin.count("/missing.png") == 2)
+            try await loader.shutdown()
+
+            let restarted = try harness.loader(configure)
+            #expect(
+                await restarted.allEvents(for: url).moments == [.failed(.rememberedFailure(status: 404, attempts: 2))])
+            #expect(origin.count("/missing.png") == 2)
+
+            harness.clock.advance(by: 61)
+            #expect(
+                await restarted.allEvents(for: url).moments == [.sending(hadCache: false), .failed(.httpStatus(404))])
+            #expect(origin.count("/missing.png") == 3)
+            try await restarted.shutdown()
+        }
+    }
+
+    @Test("an error's own max-age sets its window, no-store keeps it from being remembered, success forgets it")
+    func errorCachingHeaders() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve("/nostore.png", .init(status: 500, headers: [("Cache-Control", "no-store")]))
+            origin.serve("/short.png", .init(status: 503, headers: [("Cache-Control", "max-age=5")]))
+            origin.route("/flaky.png") { _, count in
+                count == 2
+                    ? .init(headers: [Self.png, ("Cache-Control", "max-age=0")], body: TestImages.png)
+                    : .init(status: 500)
+            }
+            let loader = try harness.loader {
+                $0.maxAttemptsForErrors = 1
+                $0.defaultCacheControlMaxAgeForErrors = 600
+            }
+            for _ in 0..<3 { _ = try? await loader.image(for: origin.url("/nostore.png")) }
+            #expect(origin.count("/nostore.png") == 3)
+
+            _ = try? await loader.image(for: origin.url("/short.png"))
+            _ = try? await loader.image(for: origin.url("/short.png"))
+            #expect(origin.count("/short.png") == 1)
+            harness.clock.advance(by: 6)
+            _ = try? await loader.image(for: origin.url("/short.png"))
+            #expect(origin.count("/short.png") == 2)
+
+            _ = try? await loader.image(for: origin.url("/flaky.png"))  // fails: remembered once
+            harness.clock.advance(by: 601)
+            _ = try await loader.image(for: origin.url("/flaky.png"))  // succeeds: forgotten
+            _ = try? await loader.image(for: origin.url("/flaky.png"))  // fails again: a request is made
+            #expect(origin.count("/flaky.png") == 3)
+            try await loader.shutdown()
+        }
+    }
+
+    @Test("without the server's policy, images are kept until cleaned up, whatever their headers")
+    func ignoringServerPolicy() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve(
+                "/k.png",
+                .init(headers: [Self.png, ("Cache-Control", "max-age=0, must-revalidate")], body: TestImages.png))
+            let loader = try harness.loader { $0.useServerCachePolicy = false }
+            _ = try await loader.image(for: origin.url("/k.png"))
+            harness.clock.advance(by: 365 * 86_400)
+            #expect(try await loader.image(for: origin.url("/k.png")).source == .memory)
+            try await loader.shutdown()
+            let restarted = try harness.loader { $0.useServerCachePolicy = false }
+            #expect(try await restarted.image(for: origin.url("/k.png")).source == .disk)
+            #expect(origin.count("/k.png") == 1)
+            try await restarted.shutdown()
+        }
+    }
+
+    @Test("the default max-age gives freshness to responses that state none")
+    func defaultMaxAge() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve("/d.png", .init(headers: [Self.png], body: TestImages.png))
+            origin.serve(
+                "/explicit.png", .init(headers: [Self.png, ("Cache-Control", "max-age=10")], body: TestImages.png))
+            let loader = try harness.loader { $0.defaultCacheControlMaxAge = 100 }
+            _ = try await loader.image(for: origin.url("/d.png"))
+            _ = try await loader.image(for: origin.url("/explicit.png"))
+            harness.clock.advance(by: 50)
+            #expect(try await loader.image(for: origin.url("/d.png")).source == .memory)
+            _ = try await loader.image(for: origin.url("/explicit.png"))  // its own max-age wins
+            #expect(origin.count("/explicit.png") == 2)
+            harness.clock.advance(by: 60)
+            _ = try await loader.image(for: origin.url("/d.png"))
+            #expect(origin.count("/d.png") == 2)
+            try await loader.shutdown()
+        }
+    }
+
+    @Test("both the Content-Type and the bytes must be accepted; a refused response is not cached")
+    func acceptedContentTypes() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve(
+                "/html.png",
+                .init(headers: [("Content-Type", "text/html"), ("Cache-Control", "max-age=100")], body: TestImages.png))
+            origin.serve(
+                "/lie.png",
+                .init(
+                    headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=100")], body: TestImages.jpeg))
+            origin.serve(
+                "/g.gif",
+                .init(headers: [("Content-Type", "image/gif"), ("Cache-Control", "max-age=100")], body: TestImages.gif))
+            origin.serve(
+                "/ok.jpg",
+                .init(
+                    headers: [("Content-Type", "image/jpg"), ("Cache-Control", "max-age=100")], body: TestImages.jpeg))
+            let loader = try harness.loader {
+                $0.acceptedContentTypes = AcceptedContentTypes(["image/png", "image/jpg"])
+            }
+            let expectations: [(String, ContentTypeError)] = [
+                ("/html.png", .notAccepted(contentType: "text/html")),
+                ("/lie.png", .mismatch(declared: "image/png", detected: .jpeg)),
+                ("/g.gif", .notAccepted(contentType: "image/gif")),
+            ]
+            for (path, expected) in expectations {
+                for _ in 0..<2 {
+                    let error = await loader.loadError(origin.url(path))
+                    #expect(error?.reason == .contentType(expected), "\(path)")
+                }
+                #expect(origin.count(path) == 2, "\(path) was cached")
+            }
+            #expect(try await loader.image(for: origin.url("/ok.jpg")).image.format == .jpeg)
+            #expect(origin.requests("/ok.jpg")[0].header("Accept") == "image/jpg, image/png")
+            try await loader.shutdown()
+        }
+    }
+
+    @Test("bytes that do not decode are an error and are not cached")
+    func undecodable() async throws {
+        try await withOrigin { origin, harness in
+            let broken = Array(TestImages.png.prefix(60))
+            origin.serve("/broken.png", .init(headers: [Self.png, ("Cache-Control", "max-age=100")], body: broken))
+            let loader = try harness.loader()
+            for _ in 0..<2 {
+                let error = await loader.loadError(origin.url("/broken.png"))
+                guard case .decoding(let decoding) = error?.reason else {
+                    Issue.record("\(String(describing: error))")
+                    continue
+                }
+                #expect(decoding.reason == .truncated)
+            }
+            #expect(origin.count("/broken.png") == 2)
+            try await loader.shutdown()
+        }
+    }
+
+    @Test("credentials go to the first origin and never to another after a redirect; custom headers go everywhere")
+    func credentialsAndRedirects() async throws {
+        try await withOrigin { origin, harness in
+            // 127.0.0.1 and localhost are different origins on the same server.
+            origin.serve("/private.png", .init(headers: [Self.png], body: TestImages.png))
+            origin.serve("/hop", .init(status: 302, headers: [("Location", "/private.png")]))
+            origin.serve(
+                "/away", .init(status: 301, headers: [("Location", "http://localhost:\(origin.port)/elsewhere.png")]))
+            origin.serve("/elsewhere.png", .init(headers: [Self.png], body: TestImages.png))
+            let loader = try harness.loader {
+                $0.credentials = ("user", "secret")
+                $0.requestHeaders = [HeaderField("X-Client", "tests")]
+            }
+            _ = try await loader.image(for: origin.url("/hop"))
+            _ = try await loader.image(for: origin.url("/away"))
+            let expected = "Basic " + Data("user:secret".utf8).base64EncodedString()
+            #expect(origin.requests("/hop")[0].header("Authorization") == expected)
+            #expect(origin.requests("/private.png")[0].header("Authorization") == expected)
+            #expect(origin.requests("/away")[0].header("Authorization") == expected)
+            #expect(origin.requests("/elsewhere.png")[0].header("Authorization") == nil)
+            #expect(origin.requests("/elsewhere.png")[0].header("X-Client") == "tests")
+            try await loader.shutdown()
+        }
+    }
+
+    @Test("redirects stop at the limit")
+    func redirectLimit() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve("/loop", .init(status: 307, headers: [("Location", "/loop")]))
+            let loader = try harness.loader { $0.maxRedirects = 3 }
+            #expect(await loader.loadError(origin.url("/loop"))?.reason == .tooManyRedirects(limit: 3))
+            #expect(origin.count("/loop") == 4)
+            try await loader.shutdown()
+        }
+    }
+
+    @Test("the total timeout and the size limit are typed errors")
+    func limits() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve("/slow.png", .init(headers: [Self.png], body: TestImages.png, delay: 3))
+            origin.serve("/big.png", .init(headers: [Self.png], body: TestImages.bytes("png-photo.png")))
+            let loader = try harness.loader {
+                $0.timeout = .seconds(1)
+                $0.maxResponseBytes = 10_000
+            }
+            #expect(await loader.loadError(origin.url("/slow.png"))?.reason == .timeout)
+            #expect(await loader.loadError(origin.url("/big.png"))?.reason == .responseTooLarge(limit: 10_000))
+            try await loader.shutdown()
+        }
+    }
+
+    @Test("a connection that is refused is a network error")
+    func refused() async throws {
+        let origin = try await TestOrigin.start()
+        let url = origin.url("/x.png")
+        await origin.stop()
+        let harness = LoaderHarness()
+        defer { harness.cleanUp() }
+        let loader = try harness.loader()
+        let error = await loader.loadError(url)
+        guard case .network = error?.reason else {
+            Issue.record("\(String(describing: error))")
+            return
+        }
+        try await loader.shutdown()
+    }
+
+    @Test("file URLs are decoded from the file, then served from memory")
+    func fileURLs() async throws {
+        let harness = LoaderHarness()
+        defer { harness.cleanUp() }
+        let loader = try harness.loader()
+        let url = TestImages.fixtures.appendingPathComponent("images/gif-animation.gif")
+        #expect(await loader.allEvents(for: url).moments == [.completed(.localFile)])
+        let cached = try await loader.image(for: url)
+        #expect(cached.source == .memory)
+        #expect(cached.image.frames.count == 5)
+        let missing = await loader.allEvents(for: URL(fileURLWithPath: "/nonexistent.png")).moments
+        guard case .failed(.decoding(let error)) = missing.first else {
+            Issue.record("\(missing)")
+            return
+        }
+        #expect(error.reason == .unreadable)
+        #expect(
+            await loader.allEvents(for: URL(string: "ftp://example.com/a.png")!).moments == [.failed(.unsupportedURL)])
+        try await loader.shutdown()
+    }
+}

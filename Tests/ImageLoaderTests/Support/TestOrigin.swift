@@ -1,0 +1,144 @@
+import Foundation
+import HTTPTypes
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// A real HTTP origin for the tests: Hummingbird's HTTP/1.1 server on 127.0.0.1 and an
+/// ephemeral port. (Its core server, not `Application`, which would overwrite the
+/// Date header the tests script.)
+/// Each test scripts the replies per path and reads back every request it received,
+/// with its headers, to count requests and check conditional headers.
+final class TestOrigin: Sendable {
+    struct Received: Sendable {
+        let path: String
+        let headers: [String: String]  // lowercased names
+
+        func header(_ name: String) -> String? { headers[name.lowercased()] }
+    }
+
+    struct Reply: Sendable {
+        var status = 200
+        var headers: [(String, String)] = []
+        var body: [UInt8] = []
+        /// Seconds to wait before answering.
+        var delay: Double = 0
+    }
+
+    typealias Handler = @Sendable (_ request: Received, _ count: Int) -> Reply
+
+    private let handlers = Mutex<[String: Handler]>([:])
+    private let received = Mutex<[Received]>([])
+    private let task: Task<Void, any Error>
+    let port: Int
+
+    var base: String { "http://127.0.0.1:\(port)" }
+
+    func url(_ path: String, host: String = "127.0.0.1") -> URL { URL(string: "http://\(host):\(port)\(path)")! }
+
+    /// Answers `path` with `handler`, called with the request and how many requests
+    /// `path` has had (this one included).
+    func route(_ path: String, _ handler: @escaping Handler) {
+        handlers.withLock { $0[path] = handler }
+    }
+
+    /// Answers `path` with the same reply every time.
+    func serve(_ path: String, _ reply: Reply) {
+        route(path) { _, _ in reply }
+    }
+
+    func requests(_ path: String) -> [Received] {
+        received.withLock { $0.filter { $0.path == path } }
+    }
+
+    func count(_ path: String) -> Int { requests(path).count }
+
+    private init(task: Task<Void, any Error>, port: Int) {
+        self.task = task
+        self.port = port
+    }
+
+    static func start() async throws -> TestOrigin {
+        let box = OneShot<TestOrigin>()
+        let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
+        let server = Server(
+            childChannelSetup: HTTP1Channel(responder: { request, writer, _ in
+                let origin = await box.wait()
+                let (head, body) = try await origin.respond(to: request)
+                try await writer.write(response: head, body: body)
+            }),
+            configuration: ServerConfiguration(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in
+                portContinuation.yield(channel.localAddress?.port ?? 0)
+                portContinuation.finish()
+            },
+            eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
+            logger: Logger(label: "test-origin", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let task = Task { try await server.run() }
+        var port = 0
+        for await value in portStream { port = value }
+        let origin = TestOrigin(task: task, port: port)
+        box.set(origin)
+        return origin
+    }
+
+    func stop() async {
+        task.cancel()
+        _ = await task.result
+    }
+
+    private func respond(to request: Request) async throws -> (HTTPResponse, ResponseBody) {
+        var headers: [String: String] = [:]
+        for field in request.headers {
+            let name = field.name.canonicalName
+            headers[name] = headers[name].map { $0 + ", " + field.value } ?? field.value
+        }
+        let incoming = Received(path: request.uri.path, headers: headers)
+        let count = received.withLock { list -> Int in
+            list.append(incoming)
+            return list.filter { $0.path == incoming.path }.count
+        }
+        guard let handler = handlers.withLock({ $0[incoming.path] }) else {
+            return (HTTPResponse(status: .notFound), ResponseBody())
+        }
+        let reply = handler(incoming, count)
+        if reply.delay > 0 { try await Task.sleep(for: .milliseconds(Int(reply.delay * 1000))) }
+        var fields = HTTPFields()
+        for (name, value) in reply.headers {
+            if let field = HTTPField.Name(name) { fields.append(HTTPField(name: field, value: value)) }
+        }
+        if fields[.contentLength] == nil && reply.status != 304 {
+            fields[.contentLength] = String(reply.body.count)
+        }
+        return (
+            HTTPResponse(status: HTTPResponse.Status(code: reply.status), headerFields: fields),
+            ResponseBody(byteBuffer: ByteBuffer(bytes: reply.body))
+        )
+    }
+}
+
+/// A value set once and awaited by anyone.
+final class OneShot<Value: Sendable>: Sendable {
+    private let state = Mutex<(value: Value?, waiters: [CheckedContinuation<Value, Never>])>((nil, []))
+
+    func set(_ value: Value) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Value, Never>] in
+            state.value = value
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: value) }
+    }
+
+    func wait() async -> Value {
+        await withCheckedContinuation { continuation in
+            let value = state.withLock { state -> Value? in
+                if state.value == nil { state.waiters.append(continuation) }
+                return state.value
+            }
+            if let value { continuation.resume(returning: value) }
+        }
+    }
+}

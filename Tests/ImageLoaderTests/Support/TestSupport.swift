@@ -1,0 +1,152 @@
+import Foundation
+import ImageLoader
+import RasterImage
+import Synchronization
+import Testing
+
+/// A clock the test moves by hand; the loader and the origin's Date headers both read it.
+final class ManualClock: Sendable {
+    private let current: Mutex<Date>
+
+    init(_ start: Date = Date(timeIntervalSince1970: 1_750_000_000)) { current = Mutex(start) }
+
+    var now: Date { current.withLock { $0 } }
+
+    func advance(by seconds: TimeInterval) { current.withLock { $0 += seconds } }
+
+    /// The current time as an HTTP date, offset by `seconds`.
+    func httpDate(_ seconds: TimeInterval = 0) -> String { HTTPDates.format(now.addingTimeInterval(seconds)) }
+}
+
+/// IMF-fixdate for the test origin's headers, written here independently of the library's.
+enum HTTPDates {
+    static func format(_ date: Date) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "GMT")!
+        let formatter = DateFormatter()
+        formatter.calendar = calendar
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
+    }
+}
+
+enum TestImages {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures")
+
+    static func bytes(_ name: String) -> [UInt8] {
+        [UInt8](try! Data(contentsOf: fixtures.appendingPathComponent("images/" + name)))
+    }
+
+    static let png = bytes("png-rgba8.png")
+    static let jpeg = bytes("jpeg-420.jpg")
+    static let gif = bytes("gif-still.gif")
+    static let otherPNG = bytes("png-rgb8.png")
+}
+
+/// A loader on a new temporary cache directory, with the test's clock.
+struct LoaderHarness {
+    let directory: String
+    let clock: ManualClock
+
+    init(clock: ManualClock = ManualClock()) {
+        directory =
+            FileManager.default.temporaryDirectory.appendingPathComponent("imageloader-" + UUID().uuidString).path
+        self.clock = clock
+    }
+
+    func configuration(_ change: (inout ImageLoader.Configuration) -> Void = { _ in }) -> ImageLoader.Configuration {
+        var configuration = ImageLoader.Configuration()
+        configuration.cacheDirectory = directory
+        let clock = self.clock
+        configuration.clock = { clock.now }
+        configuration.timeout = .seconds(10)
+        change(&configuration)
+        return configuration
+    }
+
+    func loader(_ change: (inout ImageLoader.Configuration) -> Void = { _ in }) throws -> ImageLoader {
+        try ImageLoader(configuration: configuration(change))
+    }
+
+    func cleanUp() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+extension ImageLoader {
+    /// Every event of one load, in order.
+    func allEvents(for url: URL, options: LoadOptions = LoadOptions()) async -> [ImageLoadEvent] {
+        var events: [ImageLoadEvent] = []
+        for await event in self.events(for: url, options: options) {
+            if case .progress = event { continue }
+            events.append(event)
+        }
+        return events
+    }
+}
+
+/// A compact, comparable form of events, for assertions.
+enum Moment: Equatable, CustomStringConvertible {
+    case cached(LoadedImage.Source, stale: Bool)
+    case sending(hadCache: Bool)
+    case completed(LoadedImage.Source)
+    case failed(ImageLoadingError.Reason)
+
+    init?(_ event: ImageLoadEvent) {
+        switch event {
+        case .cached(let image): self = .cached(image.source, stale: image.isStale)
+        case .sendingRequest(let hadCache): self = .sending(hadCache: hadCache)
+        case .completed(let image): self = .completed(image.source)
+        case .failed(let error): self = .failed(error.reason)
+        case .progress: return nil
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .cached(let source, let stale): "cached(\(source)\(stale ? ", stale" : ""))"
+        case .sending(let hadCache): "sending(hadCache: \(hadCache))"
+        case .completed(let source): "completed(\(source))"
+        case .failed(let reason): "failed(\(reason))"
+        }
+    }
+}
+
+extension Array where Element == ImageLoadEvent {
+    var moments: [Moment] { compactMap(Moment.init) }
+}
+
+/// Runs `body` with a started origin and a harness, stopping and cleaning both after.
+func withOrigin(
+    clock: ManualClock = ManualClock(), _ body: (TestOrigin, LoaderHarness) async throws -> Void
+) async throws {
+    let origin = try await TestOrigin.start()
+    let harness = LoaderHarness(clock: clock)
+    do {
+        try await body(origin, harness)
+    } catch {
+        await origin.stop()
+        harness.cleanUp()
+        throw error
+    }
+    await origin.stop()
+    harness.cleanUp()
+}
+
+extension ImageLoader {
+    /// The error of a load that is expected to fail; records an issue when it succeeds.
+    func loadError(
+        _ url: URL, options: LoadOptions = LoadOptions(), sourceLocation: SourceLocation = #_sourceLocation
+    ) async -> ImageLoadingError? {
+        do {
+            let loaded = try await image(for: url, options: options)
+            Issue.record("expected a failure, got an image from \(loaded.source)", sourceLocation: sourceLocation)
+            return nil
+        } catch {
+            return error
+        }
+    }
+}
