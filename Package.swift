@@ -73,21 +73,24 @@ let package = Package(
             name: "RasterImageTests",
             dependencies: ["RasterImage"]
         ),
-        .testTarget(
-            name: "ImageLoaderTests",
+        // A scripted HTTP origin for the tests (not part of any product).
+        .target(
+            name: "TestOrigin",
             dependencies: [
-                "ImageLoader",
-                "RasterImage",
-                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-            ]
+            ],
+            path: "Tests/TestOrigin"
+        ),
+        .testTarget(
+            name: "ImageLoaderTests",
+            dependencies: ["ImageLoader", "RasterImage", "TestOrigin"]
         ),
         .testTarget(
             name: "CommandLineTests",
             // Runs the built executable; the dependency makes sure it is built first.
-            dependencies: ["RasterImage", "ImageLoaderCLI"]
+            dependencies: ["RasterImage", "ImageLoader", "ImageLoaderCLI", "TestOrigin"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,7 +1,8 @@
 import ArgumentParser
+import ImageLoader
 import RasterImage
 
-struct DecodeCommand: ParsableCommand {
+struct DecodeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "decode",
         abstract: "Decode an image; with -o, write one frame as an 8-bit RGBA PNG.",
@@ -12,7 +13,7 @@ struct DecodeCommand: ParsableCommand {
             """
     )
 
-    @Argument(help: "The image file.")
+    @Argument(help: "The image file, or an http, https or file URL (loaded through the caches).")
     var file: String
 
     @Option(name: .shortAndLong, help: "Where to write the PNG.")
@@ -21,13 +22,25 @@ struct DecodeCommand: ParsableCommand {
     @Option(help: "The frame (or TIFF page) to write, from 0.")
     var frame: Int = 0
 
+    @OptionGroup(title: "Loading a URL") var loader: LoaderArguments
+
     func validate() throws {
         guard frame >= 0 else { throw ValidationError("--frame must be 0 or more") }
     }
 
-    func run() throws {
-        let options = DecodingOptions(frames: .index(frame))
-        let image = try ImageDecoder(options: options).decode(.file(path: file))
+    func run() async throws {
+        var image = try await Input(file).image(decoding: DecodingOptions(frames: .index(frame)), loader: loader)
+        if case .url = Input(file) {
+            // The loader keeps every frame; pick the one asked for.
+            guard image.frames.indices.contains(frame) else {
+                throw ImageDecodingError(
+                    .frameOutOfRange(index: frame, count: image.frames.count), format: image.format)
+            }
+            image = RasterImage(
+                width: image.width, height: image.height, bytesPerRow: image.bytesPerRow, frames: [image.frames[frame]],
+                alphaMode: image.alphaMode, orientation: image.orientation, iccProfile: image.iccProfile,
+                format: image.format, hasAlpha: image.hasAlpha)!
+        }
         guard let output else {
             Terminal.printJSON([
                 "format": .string(image.format?.rawValue ?? ""),

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ImageLoader
 import RasterImage
 
 #if canImport(Glibc)
@@ -10,7 +11,9 @@ struct ImageLoaderCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "imageloader",
         abstract: "Decode, validate and inspect images with the standard C libraries.",
-        subcommands: [InfoCommand.self, DecodeCommand.self, ValidateCommand.self, ThumbnailCommand.self]
+        subcommands: [
+            InfoCommand.self, DecodeCommand.self, ValidateCommand.self, ThumbnailCommand.self, LoadCommand.self,
+        ]
     )
 
     /// Runs the command. Failures end with exit code 1 and one line on stderr; usage
@@ -30,6 +33,9 @@ struct ImageLoaderCommand: AsyncParsableCommand {
             Terminal.error(error.description)
             Glibc.exit(1)
         } catch let error as ImageEncodingError {
+            Terminal.error(error.description)
+            Glibc.exit(1)
+        } catch let error as ImageLoadingError {
             Terminal.error(error.description)
             Glibc.exit(1)
         } catch {

@@ -1,7 +1,9 @@
 import ArgumentParser
+import Foundation
+import ImageLoader
 import RasterImage
 
-struct InfoCommand: ParsableCommand {
+struct InfoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "info",
         abstract: "Print what an image's header says, as one JSON object.",
@@ -11,11 +13,23 @@ struct InfoCommand: ParsableCommand {
             """
     )
 
-    @Argument(help: "The image file.")
+    @Argument(help: "The image file, or an http, https or file URL (loaded through the caches).")
     var file: String
 
-    func run() throws {
-        let info = try ImageDecoder().info(.file(path: file))
+    @OptionGroup(title: "Loading a URL") var loader: LoaderArguments
+
+    func run() async throws {
+        let info: ImageInfo
+        switch Input(file) {
+        case .file(let path):
+            info = try ImageDecoder().info(.file(path: path))
+        case .url:
+            let image = try await Input(file).image(decoding: DecodingOptions(), loader: loader)
+            info = ImageInfo(
+                format: image.format ?? .png, width: image.width, height: image.height, frameCount: image.frames.count,
+                hasAlpha: image.hasAlpha, orientation: image.orientation, loopCount: image.loopCount,
+                iccProfile: image.iccProfile)
+        }
         Terminal.printJSON([
             "format": .string(info.format.rawValue),
             "width": .int(info.width),

@@ -1,7 +1,8 @@
 import ArgumentParser
+import ImageLoader
 import RasterImage
 
-struct ThumbnailCommand: ParsableCommand {
+struct ThumbnailCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "thumbnail",
         abstract: "Make a thumbnail: shrink while decoding, resample, turn upright, convert to sRGB.",
@@ -12,7 +13,7 @@ struct ThumbnailCommand: ParsableCommand {
             """
     )
 
-    @Argument(help: "The image file.")
+    @Argument(help: "The image file, or an http, https or file URL (loaded through the caches).")
     var input: String
 
     @Option(help: "The box, in pixels: the longest side, or both sides with --fill.")
@@ -51,6 +52,8 @@ struct ThumbnailCommand: ParsableCommand {
     @Flag(help: "Keep every frame of an animation (written formats keep the first).")
     var allFrames = false
 
+    @OptionGroup(title: "Loading a URL") var loader: LoaderArguments
+
     func validate() throws {
         guard size != nil || (width != nil && height != nil) else {
             throw ValidationError("give --size, or --width and --height")
@@ -69,7 +72,7 @@ struct ThumbnailCommand: ParsableCommand {
         return OutputFormat(fileExtension: String(name[name.index(after: dot)...]), quality: quality)
     }
 
-    func run() throws {
+    func run() async throws {
         var options = ThumbnailOptions(width: width ?? size!, height: height ?? size!, fit: fill ? .fill : .fit)
         options.kernel = ResamplingKernel(rawValue: kernel)!
         options.shrinkOnLoad = fastest ? .fastest : .quality
@@ -78,7 +81,14 @@ struct ThumbnailCommand: ParsableCommand {
         options.allowsUpscaling = upscale
         options.frames = allFrames ? .all : .first
         options.outputFormat = outputFormat!
-        let encoded = try ImageDecoder().encodedThumbnail(.file(path: input), options: options)
+        let encoded: EncodedImage
+        switch Input(input) {
+        case .file(let path):
+            encoded = try ImageDecoder().encodedThumbnail(.file(path: path), options: options)
+        case .url:
+            let image = try await Input(input).image(decoding: DecodingOptions(), loader: loader)
+            encoded = try image.thumbnail(options: options).encoded(as: options.outputFormat)
+        }
         try Terminal.write(encoded.bytes, to: output)
     }
 }

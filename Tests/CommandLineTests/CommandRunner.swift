@@ -46,11 +46,28 @@ enum Command {
 
     static func fixture(_ relative: String) -> String { fixtures + "/" + relative }
 
+    /// ``run(_:)`` on a thread of its own: waiting for the process must not hold one of
+    /// the cooperative pool's threads, which an in-process origin needs to answer it.
+    static func run(_ arguments: [String]) async throws -> CommandResult {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Result { try Command.run(arguments) })
+            }
+        }
+    }
+
     /// Runs `body` with a new empty directory, removed afterwards.
     static func withTemporaryDirectory<R>(_ body: (URL) throws -> R) throws -> R {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         return try body(directory)
+    }
+
+    static func withTemporaryDirectory<R>(_ body: (URL) async throws -> R) async throws -> R {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        return try await body(directory)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import RasterImage
+import TestOrigin
 import Testing
 
 @testable import ImageLoader

@@ -1,6 +1,7 @@
 import Foundation
 import ImageLoader
 import RasterImage
+import TestOrigin
 import Testing
 
 /// RFC 9111 (private cache), RFC 5861 and RFC 8246 against a real origin: every rule

@@ -1,6 +1,7 @@
 import Foundation
 import ImageLoader
 import RasterImage
+import TestOrigin
 import Testing
 
 @Suite("The seeds' options and HTTP behaviour")

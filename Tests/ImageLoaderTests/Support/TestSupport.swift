@@ -2,6 +2,7 @@ import Foundation
 import ImageLoader
 import RasterImage
 import Synchronization
+import TestOrigin
 import Testing
 
 /// A clock the test moves by hand; the loader and the origin's Date headers both read it.

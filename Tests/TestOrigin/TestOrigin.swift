@@ -11,56 +11,63 @@ import Synchronization
 /// Date header the tests script.)
 /// Each test scripts the replies per path and reads back every request it received,
 /// with its headers, to count requests and check conditional headers.
-final class TestOrigin: Sendable {
-    struct Received: Sendable {
-        let path: String
-        let headers: [String: String]  // lowercased names
+public final class TestOrigin: Sendable {
+    public struct Received: Sendable {
+        public let path: String
+        public let headers: [String: String]  // lowercased names
 
-        func header(_ name: String) -> String? { headers[name.lowercased()] }
+        public func header(_ name: String) -> String? { headers[name.lowercased()] }
     }
 
-    struct Reply: Sendable {
-        var status = 200
-        var headers: [(String, String)] = []
-        var body: [UInt8] = []
+    public struct Reply: Sendable {
+        public var status = 200
+        public var headers: [(String, String)] = []
+        public var body: [UInt8] = []
         /// Seconds to wait before answering.
-        var delay: Double = 0
+        public var delay: Double = 0
+
+        public init(status: Int = 200, headers: [(String, String)] = [], body: [UInt8] = [], delay: Double = 0) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+            self.delay = delay
+        }
     }
 
-    typealias Handler = @Sendable (_ request: Received, _ count: Int) -> Reply
+    public typealias Handler = @Sendable (_ request: Received, _ count: Int) -> Reply
 
     private let handlers = Mutex<[String: Handler]>([:])
     private let received = Mutex<[Received]>([])
     private let task: Task<Void, any Error>
-    let port: Int
+    public let port: Int
 
-    var base: String { "http://127.0.0.1:\(port)" }
+    public var base: String { "http://127.0.0.1:\(port)" }
 
-    func url(_ path: String, host: String = "127.0.0.1") -> URL { URL(string: "http://\(host):\(port)\(path)")! }
+    public func url(_ path: String, host: String = "127.0.0.1") -> URL { URL(string: "http://\(host):\(port)\(path)")! }
 
     /// Answers `path` with `handler`, called with the request and how many requests
     /// `path` has had (this one included).
-    func route(_ path: String, _ handler: @escaping Handler) {
+    public func route(_ path: String, _ handler: @escaping Handler) {
         handlers.withLock { $0[path] = handler }
     }
 
     /// Answers `path` with the same reply every time.
-    func serve(_ path: String, _ reply: Reply) {
+    public func serve(_ path: String, _ reply: Reply) {
         route(path) { _, _ in reply }
     }
 
-    func requests(_ path: String) -> [Received] {
+    public func requests(_ path: String) -> [Received] {
         received.withLock { $0.filter { $0.path == path } }
     }
 
-    func count(_ path: String) -> Int { requests(path).count }
+    public func count(_ path: String) -> Int { requests(path).count }
 
     private init(task: Task<Void, any Error>, port: Int) {
         self.task = task
         self.port = port
     }
 
-    static func start() async throws -> TestOrigin {
+    public static func start() async throws -> TestOrigin {
         let box = OneShot<TestOrigin>()
         let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
         let server = Server(
@@ -84,7 +91,7 @@ final class TestOrigin: Sendable {
         return origin
     }
 
-    func stop() async {
+    public func stop() async {
         task.cancel()
         _ = await task.result
     }
@@ -120,10 +127,12 @@ final class TestOrigin: Sendable {
 }
 
 /// A value set once and awaited by anyone.
-final class OneShot<Value: Sendable>: Sendable {
+public final class OneShot<Value: Sendable>: Sendable {
     private let state = Mutex<(value: Value?, waiters: [CheckedContinuation<Value, Never>])>((nil, []))
 
-    func set(_ value: Value) {
+    public init() {}
+
+    public func set(_ value: Value) {
         let waiters = state.withLock { state -> [CheckedContinuation<Value, Never>] in
             state.value = value
             defer { state.waiters = [] }
@@ -132,7 +141,7 @@ final class OneShot<Value: Sendable>: Sendable {
         for waiter in waiters { waiter.resume(returning: value) }
     }
 
-    func wait() async -> Value {
+    public func wait() async -> Value {
         await withCheckedContinuation { continuation in
             let value = state.withLock { state -> Value? in
                 if state.value == nil { state.waiters.append(continuation) }

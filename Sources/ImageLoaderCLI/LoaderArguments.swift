@@ -1,0 +1,105 @@
+import ArgumentParser
+import Foundation
+import ImageLoader
+import RasterImage
+
+/// The loader's settings, shared by every command that takes a URL.
+struct LoaderArguments: ParsableArguments {
+    @Option(help: "The disk cache's folder (default: $XDG_CACHE_HOME/imageloader or ~/.cache/imageloader).")
+    var cacheDir: String?
+
+    @Option(help: "Seconds of freshness for responses that state none.")
+    var defaultMaxAge: Double?
+
+    @Option(help: "Seconds an error response is remembered.")
+    var errorMaxAge: Double?
+
+    @Option(help: "Failures within that time after which no request is made.")
+    var maxErrorAttempts: Int?
+
+    @Flag(help: "Ignore the server's caching headers: keep images until cleaned up.")
+    var ignoreServerCachePolicy = false
+
+    @Option(
+        name: .customLong("accept"),
+        help: "An accepted content type (repeatable; default: the PNG, JPEG, GIF, TIFF, WebP and BMP types).")
+    var acceptedTypes: [String] = []
+
+    @Option(help: "User name for basic authentication (sent to the URL's origin only).")
+    var user: String?
+
+    @Option(help: "Password for basic authentication.")
+    var password: String?
+
+    @Flag(help: "Accept any TLS certificate.")
+    var insecure = false
+
+    @Option(help: "Seconds the whole request may take.")
+    var timeout: Double?
+
+    func validate() throws {
+        if (user == nil) != (password == nil) { throw ValidationError("give --user and --password together") }
+        if let timeout, timeout <= 0 { throw ValidationError("--timeout must be positive") }
+        if let maxErrorAttempts, maxErrorAttempts < 1 {
+            throw ValidationError("--max-error-attempts must be 1 or more")
+        }
+    }
+
+    var configuration: ImageLoader.Configuration {
+        var configuration = ImageLoader.Configuration()
+        if let cacheDir { configuration.cacheDirectory = cacheDir }
+        configuration.defaultCacheControlMaxAge = defaultMaxAge
+        if let errorMaxAge { configuration.defaultCacheControlMaxAgeForErrors = errorMaxAge }
+        if let maxErrorAttempts { configuration.maxAttemptsForErrors = maxErrorAttempts }
+        configuration.useServerCachePolicy = !ignoreServerCachePolicy
+        if !acceptedTypes.isEmpty { configuration.acceptedContentTypes = AcceptedContentTypes(acceptedTypes) }
+        if let user, let password { configuration.credentials = (user, password) }
+        configuration.trustAnySSLCertificate = insecure
+        if let timeout { configuration.timeout = .milliseconds(Int(timeout * 1000)) }
+        return configuration
+    }
+
+    /// Runs `body` with a loader, shutting it down afterwards (background work finished first).
+    func withLoader<R>(_ body: (ImageLoader) async throws -> R) async throws -> R {
+        let loader: ImageLoader
+        do {
+            loader = try ImageLoader(configuration: configuration)
+        } catch {
+            throw CommandFailure("cannot open the cache: \(error)")
+        }
+        do {
+            let result = try await body(loader)
+            try await loader.shutdown()
+            return result
+        } catch {
+            try? await loader.shutdown()
+            throw error
+        }
+    }
+}
+
+/// Where an input comes from: a URL for the loader, or a file path.
+enum Input {
+    case url(URL)
+    case file(String)
+
+    init(_ text: String) {
+        if let url = URL(string: text), let scheme = url.scheme?.lowercased(),
+            ["http", "https", "file"].contains(scheme)
+        {
+            self = .url(url)
+        } else {
+            self = .file(text)
+        }
+    }
+
+    /// The decoded image: through the loader and its caches for a URL, straight from the file otherwise.
+    func image(decoding options: DecodingOptions, loader arguments: LoaderArguments) async throws -> RasterImage {
+        switch self {
+        case .file(let path):
+            return try ImageDecoder(options: options).decode(.file(path: path))
+        case .url(let url):
+            return try await arguments.withLoader { loader in try await loader.image(for: url).image }
+        }
+    }
+}
