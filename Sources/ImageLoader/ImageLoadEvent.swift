@@ -82,8 +82,17 @@ public struct LoadOptions: Sendable, Hashable {
     }
 
     public var cachePolicy: CachePolicy = .useCache
+    /// How urgent the load is; a shared load runs at the highest priority of its callers.
+    public var priority: LoadPriority = .normal
+    /// Finish the download and fill the caches even if every caller stops waiting
+    /// (a list cell reused before its image arrived, when the image will be wanted again).
+    public var finishesWhenCancelled = false
 
-    public init(cachePolicy: CachePolicy = .useCache) {
+    public init(
+        cachePolicy: CachePolicy = .useCache, priority: LoadPriority = .normal, finishesWhenCancelled: Bool = false
+    ) {
         self.cachePolicy = cachePolicy
+        self.priority = priority
+        self.finishesWhenCancelled = finishesWhenCancelled
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RasterImage
+import Synchronization
 
 /// Loads images over HTTP (and from files) through a memory cache and a disk cache
 /// that follows HTTP's caching rules and survives restarts, decoding off the
@@ -31,8 +32,10 @@ public final class ImageLoader: Sendable {
     /// kept in memory.
     public let memoryCache: MemoryCache?
     private let pipeline: ImagePipeline
+    private let context: PipelineContext
     private let dataLoader: any DataLoading
     private let workers: WorkerPool
+    private let isShutDown = Mutex(false)
 
     /// Creates the loader: its disk cache (reading the index), its HTTP client and its
     /// worker threads. Call ``shutdown()`` when done.
@@ -58,35 +61,62 @@ public final class ImageLoader: Sendable {
             dataLoader = HTTPDataLoader(configuration: http, logger: configuration.logger)
         }
         workers = WorkerPool(threads: configuration.decodingThreads)
-        pipeline = ImagePipeline(
-            context: PipelineContext(
-                configuration: configuration, policy: configuration.cachePolicy, diskCache: diskCache,
-                memoryCache: memoryCache, dataLoader: dataLoader, workers: workers))
+        context = PipelineContext(
+            configuration: configuration, diskCache: diskCache, memoryCache: memoryCache, dataLoader: dataLoader,
+            workers: workers)
+        pipeline = ImagePipeline(context: context)
     }
 
     /// The events of loading `url`, as they happen (see ``ImageLoadEvent`` for which
     /// arrive when). Stop iterating at any time; the load is cancelled when no caller
-    /// waits for it any more, except a background revalidation, which finishes.
+    /// waits for it any more, except a background revalidation, a prefetch, or a load
+    /// asked to finish (``LoadOptions/finishesWhenCancelled``).
     public func events(for url: URL, options: LoadOptions = LoadOptions()) -> AsyncStream<ImageLoadEvent> {
-        let pipeline = self.pipeline
+        if options.cachePolicy == .useCache, let image = context.freshInMemory(url.absoluteString) {
+            context.metrics.memoryHit()
+            return AsyncStream { continuation in
+                continuation.yield(.cached(LoadedImage(image: image, source: .memory, url: url)))
+                continuation.finish()
+            }
+        }
+        let (pipeline, context) = (self.pipeline, self.context)
+        let key = options.cachePolicy.rawValue + " " + url.absoluteString
         return AsyncStream { continuation in
             let id = UUID()
             continuation.onTermination = { _ in
-                Task { await pipeline.detach(id, url: url, options: options) }
+                Task { await pipeline.detach(id, key: key) }
             }
-            Task { await pipeline.attach(id, url: url, options: options, continuation: continuation) }
+            Task {
+                await pipeline.attach(
+                    id, key: key, priority: options.priority, finishesWhenCancelled: options.finishesWhenCancelled,
+                    continuation: continuation
+                ) { emit, priority, keepRunning in
+                    await LoadOperation(
+                        url: url, options: options, context: context, emit: emit, priority: priority,
+                        keepRunning: keepRunning
+                    ).run()
+                }
+            }
         }
     }
 
     /// The image at `url` and where it came from: the first image the load yields
     /// (a cached one, even stale under stale-while-revalidate or stale-if-error, or
-    /// the downloaded one). Throws ``ImageLoadingError`` when there is none.
+    /// the downloaded one). Throws ``ImageLoadingError`` when there is none, or when
+    /// the caller's task is cancelled (at once: the wait ends, the shared work goes on
+    /// only if another caller waits).
+    ///
+    /// A fresh image in memory is returned without any task or actor hop.
     ///
     /// ```swift
     /// let loaded = try await loader.image(for: url)
     /// ```
     public func image(for url: URL, options: LoadOptions = LoadOptions()) async throws(ImageLoadingError) -> LoadedImage
     {
+        if options.cachePolicy == .useCache, let image = context.freshInMemory(url.absoluteString) {
+            context.metrics.memoryHit()
+            return LoadedImage(image: image, source: .memory, url: url)
+        }
         var failure: ImageLoadingError?
         for await event in events(for: url, options: options) {
             if let image = event.image { return image }
@@ -102,14 +132,61 @@ public final class ImageLoader: Sendable {
         memoryCache?.peek(url.absoluteString)
     }
 
+    /// Whether the last load of `url` failed (and has not succeeded since), without
+    /// waiting: a reused list cell can show a placeholder instead of retrying.
+    public func failedToFetch(_ url: URL) -> Bool {
+        context.recentFailures.failure(for: url.absoluteString) != nil
+    }
+
+    /// Loads `urls` at the lowest priority, with no caller, to fill the caches.
+    public func prefetch(_ urls: [URL]) async {
+        for url in urls {
+            if context.freshInMemory(url.absoluteString) != nil { continue }
+            let context = self.context
+            let options = LoadOptions(priority: .veryLow)
+            await pipeline.prefetch(key: options.cachePolicy.rawValue + " " + url.absoluteString) {
+                emit, priority, keepRunning in
+                await LoadOperation(
+                    url: url, options: options, context: context, emit: emit, priority: priority,
+                    keepRunning: keepRunning
+                ).run()
+            }
+        }
+    }
+
+    /// Cancels the prefetches of `urls` that no caller has joined.
+    public func cancelPrefetching(_ urls: [URL]) async {
+        for url in urls {
+            await pipeline.cancelPrefetch(key: LoadOptions.CachePolicy.useCache.rawValue + " " + url.absoluteString)
+        }
+    }
+
+    /// Changes the priority of a load under way (say, a row scrolled back into view).
+    /// A load still waiting for a slot is picked by its new priority.
+    public func setPriority(_ priority: LoadPriority, for url: URL, cachePolicy: LoadOptions.CachePolicy = .useCache)
+        async
+    {
+        await pipeline.setPriority(priority, key: cachePolicy.rawValue + " " + url.absoluteString)
+    }
+
+    /// What the loader has done so far: hits, misses, requests, bytes, decodes.
+    public var statistics: LoaderStatistics { context.metrics.snapshot }
+
     /// Waits until every load in flight has finished, background revalidations included.
     public func waitForBackgroundWork() async {
         for task in await pipeline.runningTasks { await task.value }
     }
 
     /// Finishes the loads in flight, then releases the HTTP client and the worker
-    /// threads and saves the disk cache's index. The loader cannot be used afterwards.
+    /// threads and saves the disk cache's index. The loader cannot be used afterwards;
+    /// calling this again does nothing.
     public func shutdown() async throws {
+        guard
+            isShutDown.withLock({ state in
+                defer { state = true }
+                return !state
+            })
+        else { return }
         for task in await pipeline.shutdown() { await task.value }
         diskCache?.flush()
         try await dataLoader.shutdown()

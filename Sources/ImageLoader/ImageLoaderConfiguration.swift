@@ -61,12 +61,22 @@ extension ImageLoader {
         /// Decodes downloaded bytes; any ``ImageDecoding``.
         public var decoder: any ImageDecoding = ImageDecoder()
         public var decodingOptions = DecodingOptions()
-        /// Threads for decoding and disk work. Default: the number of cores.
+        /// Decodes (and resamples) at once, each on a thread of the loader's own pool.
+        /// Default: the number of cores.
         public var decodingThreads = ProcessInfo.processInfo.activeProcessorCount
+
+        // MARK: Scheduling
+
+        /// Requests in flight at once; more wait, the highest priority first.
+        public var concurrentLoads = 8
+        /// Which waiting load of equal priority goes first. Default: first come, first served.
+        public var queueOrder = QueueOrder.fifo
 
         // MARK: Observability
 
-        /// Where the loader logs (cache misses at debug level, failures at warning).
+        /// Log every cache miss at info level (otherwise at debug).
+        public var logCacheMisses = false
+        /// Where the loader logs (cache misses, failures at warning).
         /// Default: a logger that discards everything: the library never prints.
         public var logger = Logger(label: "ImageLoader", factory: { _ in SwiftLogNoOpLogHandler() })
         /// The clock for cache ages and error windows (tests substitute their own).

@@ -33,11 +33,14 @@ struct LoadCommandTests {
         defer { Task { await origin.stop() } }
         try await Command.withTemporaryDirectory { directory in
             // Fresh for long enough that the second run finds it fresh however slow the machine.
-            origin.serve("/a.png", .init(headers: [Self.png, ("ETag", "\"a\""), ("Cache-Control", "max-age=600")], body: TestAssets.png))
+            origin.serve(
+                "/a.png",
+                .init(headers: [Self.png, ("ETag", "\"a\""), ("Cache-Control", "max-age=600")], body: TestAssets.png))
             origin.route("/b.png") { request, _ in
                 request.header("If-None-Match") == "\"b\""
                     ? .init(status: 304, headers: [("ETag", "\"b\""), ("Cache-Control", "max-age=1")])
-                    : .init(headers: [Self.png, ("ETag", "\"b\""), ("Cache-Control", "max-age=1")], body: TestAssets.png)
+                    : .init(
+                        headers: [Self.png, ("ETag", "\"b\""), ("Cache-Control", "max-age=1")], body: TestAssets.png)
             }
             let cache = ["--json", "--cache-dir", directory.path]
             let first = try await Command.run(["load", origin.url("/a.png").absoluteString] + cache)

@@ -14,7 +14,7 @@ struct DiskCacheTests {
     @Test("readers see whole entries only, however many writers replace them")
     func atomicReplacement() async throws {
         let harness = LoaderHarness()
-        defer { harness.cleanUp() }
+        defer { Task { await harness.cleanUp() } }
         let cache = try DiskCache(directory: harness.directory, clock: { harness.clock.now })
         let bodies = (0..<4).map { n in [UInt8](repeating: UInt8(n), count: 200_000 + n * 1000) }
         let url = "https://example.com/contended.png"
@@ -47,7 +47,7 @@ struct DiskCacheTests {
     @Test("a file cut short, or garbage, is a miss and is removed")
     func tornFiles() throws {
         let harness = LoaderHarness()
-        defer { harness.cleanUp() }
+        defer { Task { await harness.cleanUp() } }
         let cache = try DiskCache(directory: harness.directory, clock: { harness.clock.now })
         let url = "https://example.com/torn.png"
         try cache.store(response(url, clock: harness.clock), body: TestImages.png)
@@ -63,7 +63,7 @@ struct DiskCacheTests {
     @Test("least recently used entries are evicted past the limit, and the order survives a restart")
     func eviction() throws {
         let harness = LoaderHarness()
-        defer { harness.cleanUp() }
+        defer { Task { await harness.cleanUp() } }
         let clock = harness.clock
         let body = [UInt8](repeating: 7, count: 10_000)
         var cache = try DiskCache(directory: harness.directory, maxBytes: 35_000, clock: { clock.now })
@@ -86,7 +86,7 @@ struct DiskCacheTests {
     @Test("clean-up by modification or creation date, one URL, or everything")
     func cleanUp() throws {
         let harness = LoaderHarness()
-        defer { harness.cleanUp() }
+        defer { Task { await harness.cleanUp() } }
         let clock = harness.clock
         let cache = try DiskCache(directory: harness.directory, clock: { clock.now })
         try cache.store(response("https://x/old", clock: clock), body: [1])
@@ -114,7 +114,7 @@ struct DiskCacheTests {
     @Test("entries written while the index was not saved are found on the next start")
     func reconcilesIndex() throws {
         let harness = LoaderHarness()
-        defer { harness.cleanUp() }
+        defer { Task { await harness.cleanUp() } }
         let cache = try DiskCache(directory: harness.directory, clock: { harness.clock.now })
         try cache.store(response("https://x/unsaved", clock: harness.clock), body: [9, 9])
         // No flush: as after kill -9.

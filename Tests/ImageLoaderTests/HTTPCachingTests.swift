@@ -343,7 +343,7 @@ extension HTTPCachingTests {
     func staleIfErrorOnConnectionFailure() async throws {
         let origin = try await TestOrigin.start()
         let harness = LoaderHarness()
-        defer { harness.cleanUp() }
+        defer { Task { await harness.cleanUp() } }
         origin.serve(
             "/gone.png",
             .init(headers: [Self.png, ("Cache-Control", "max-age=10, stale-if-error=100")], body: TestImages.png))

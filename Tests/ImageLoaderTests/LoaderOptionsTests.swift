@@ -224,7 +224,7 @@ struct LoaderOptionsTests {
         let url = origin.url("/x.png")
         await origin.stop()
         let harness = LoaderHarness()
-        defer { harness.cleanUp() }
+        defer { Task { await harness.cleanUp() } }
         let loader = try harness.loader()
         let error = await loader.loadError(url)
         guard case .network = error?.reason else {
@@ -237,7 +237,7 @@ struct LoaderOptionsTests {
     @Test("file URLs are decoded from the file, then served from memory")
     func fileURLs() async throws {
         let harness = LoaderHarness()
-        defer { harness.cleanUp() }
+        defer { Task { await harness.cleanUp() } }
         let loader = try harness.loader()
         let url = TestImages.fixtures.appendingPathComponent("images/gif-animation.gif")
         #expect(await loader.allEvents(for: url).moments == [.completed(.localFile)])

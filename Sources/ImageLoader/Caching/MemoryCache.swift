@@ -36,9 +36,12 @@ public final class MemoryCache: Sendable {
 
     struct Entry: Sendable {
         let image: RasterImage
-        /// The HTTP response it came from, for freshness checks; `nil` for local files.
+        /// The HTTP response it came from; `nil` for local files.
         let response: StoredResponse?
         let added: Date
+        /// Until when it may be used without asking the origin, worked out when it was
+        /// added, so a hit costs a comparison, not a parse of its headers.
+        let freshUntil: Date
     }
 
     private struct State {
@@ -103,8 +106,8 @@ public final class MemoryCache: Sendable {
 
     /// Adds (or replaces) an image. Returns `false` when it is larger than one entry may be.
     @discardableResult
-    func insert(_ image: RasterImage, response: StoredResponse?, for key: String) -> Bool {
-        let entry = Entry(image: image, response: response, added: clock())
+    func insert(_ image: RasterImage, response: StoredResponse?, freshUntil: Date, for key: String) -> Bool {
+        let entry = Entry(image: image, response: response, added: clock(), freshUntil: freshUntil)
         return state.withLock { state in
             let limit = Int(Double(state.configuration.maxBytes) * state.configuration.maxEntryFraction)
             if let old = state.entries[key] { MemoryCache.unlink(old, &state) }

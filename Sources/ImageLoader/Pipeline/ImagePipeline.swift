@@ -1,70 +1,103 @@
 import Foundation
 import RasterImage
 
-/// Owns the loads in flight: one task per key however many callers wait on it, so the
-/// same URL is requested and decoded once. A task with no caller left is cancelled,
-/// unless it is revalidating in the background (stale-while-revalidate).
+/// Owns the work in flight: one task per key however many callers wait on it, so the
+/// same URL is requested and decoded once. The task runs at the highest priority of
+/// its callers. When the last caller leaves, the task is cancelled, unless it must
+/// finish (a background revalidation, a prefetch, or a caller that asked for it).
 actor ImagePipeline {
-    private final class LoadTask {
+    private final class SharedTask {
         let broadcaster = EventBroadcaster()
+        let priority: PriorityHandle
+        var callers: [UUID: LoadPriority] = [:]
         var task: Task<Void, Never>?
         /// Set when the work must finish even if every caller leaves.
         var keepsRunning = false
+
+        init(priority: LoadPriority) { self.priority = PriorityHandle(priority) }
+
+        func updatePriority(floor: LoadPriority) {
+            priority.priority = max(floor, callers.values.max() ?? floor)
+        }
     }
 
+    /// The work that runs for a key, given the shared task's way to report back.
+    typealias Work =
+        @Sendable (
+            _ emit: @escaping @Sendable (ImageLoadEvent) -> Void, _ priority: PriorityHandle,
+            _ keepRunning: @escaping @Sendable () async -> Void
+        ) async -> Void
+
     let context: PipelineContext
-    private var inFlight: [String: LoadTask] = [:]
+    private var inFlight: [String: SharedTask] = [:]
     private var isShutDown = false
 
     init(context: PipelineContext) {
         self.context = context
     }
 
-    /// Which loads share a task: the same URL with the same cache policy.
-    private func taskKey(_ url: URL, _ options: LoadOptions) -> String {
-        options.cachePolicy.rawValue + " " + url.absoluteString
+    /// Starts (or joins) the work for `key`, delivering its events to `continuation`.
+    func attach(
+        _ id: UUID, key: String, priority: LoadPriority, finishesWhenCancelled: Bool,
+        continuation: EventBroadcaster.Continuation, work: @escaping Work
+    ) {
+        guard !isShutDown else {
+            continuation.yield(.failed(ImageLoadingError(.shutDown, url: key)))
+            continuation.finish()
+            return
+        }
+        let shared: SharedTask
+        if let existing = inFlight[key] {
+            shared = existing
+            context.metrics.coalesced()
+        } else {
+            shared = start(key: key, priority: priority, work: work)
+        }
+        shared.callers[id] = priority
+        shared.updatePriority(floor: .veryLow)
+        if finishesWhenCancelled { shared.keepsRunning = true }
+        shared.broadcaster.add(id, continuation)
     }
 
-    /// Starts (or joins) the load of `url`, delivering its events to `continuation`.
-    func attach(_ id: UUID, url: URL, options: LoadOptions, continuation: EventBroadcaster.Continuation) {
-        guard !isShutDown else {
-            continuation.yield(.failed(ImageLoadingError(.shutDown, url: url.absoluteString)))
-            continuation.finish()
-            return
-        }
-        let key = taskKey(url, options)
-        if let existing = inFlight[key] {
-            existing.broadcaster.add(id, continuation)
-            return
-        }
-        // A fresh image in memory needs no task at all.
-        if options.cachePolicy == .useCache, let entry = context.memoryEntry(for: url.absoluteString),
-            context.isFresh(entry)
-        {
-            continuation.yield(.cached(LoadedImage(image: entry.image, source: .memory, url: url)))
-            continuation.finish()
-            return
-        }
-        let load = LoadTask()
-        load.broadcaster.add(id, continuation)
-        inFlight[key] = load
-        let broadcaster = load.broadcaster
-        let operation = LoadOperation(
-            url: url, options: options, context: context, emit: { broadcaster.emit($0) },
-            keepRunning: { [weak self] in await self?.keepRunning(key) })
-        load.task = Task.detached {
-            await operation.run()
+    /// Starts the work for `key` with no caller, at low priority, to fill the caches.
+    func prefetch(key: String, work: @escaping Work) {
+        guard !isShutDown, inFlight[key] == nil else { return }
+        let shared = start(key: key, priority: .veryLow, work: work)
+        shared.keepsRunning = true
+    }
+
+    /// Cancels a prefetch nobody else waits for.
+    func cancelPrefetch(key: String) {
+        guard let shared = inFlight[key], shared.callers.isEmpty else { return }
+        shared.task?.cancel()
+    }
+
+    private func start(key: String, priority: LoadPriority, work: @escaping Work) -> SharedTask {
+        let shared = SharedTask(priority: priority)
+        inFlight[key] = shared
+        let (broadcaster, handle) = (shared.broadcaster, shared.priority)
+        shared.task = Task.detached(priority: nil) {
+            await work({ broadcaster.emit($0) }, handle, { [weak self] in await self?.keepRunning(key) })
             await self.finished(key)
         }
+        return shared
     }
 
-    /// A caller stopped listening. The last one to leave cancels the work.
-    func detach(_ id: UUID, url: URL, options: LoadOptions) {
-        let key = taskKey(url, options)
-        guard let load = inFlight[key] else { return }
-        if load.broadcaster.remove(id) == 0 && !load.keepsRunning {
-            load.task?.cancel()
+    /// A caller stopped listening. The last one to leave cancels the work, unless it must finish.
+    func detach(_ id: UUID, key: String) {
+        guard let shared = inFlight[key], shared.callers.removeValue(forKey: id) != nil else { return }
+        _ = shared.broadcaster.remove(id)
+        shared.updatePriority(floor: .veryLow)
+        if shared.callers.isEmpty && !shared.keepsRunning {
+            shared.task?.cancel()
         }
+    }
+
+    /// Raises or lowers the priority of the callers of `key` (a row scrolled into view).
+    func setPriority(_ priority: LoadPriority, key: String) {
+        guard let shared = inFlight[key] else { return }
+        for id in shared.callers.keys { shared.callers[id] = priority }
+        shared.updatePriority(floor: priority)
     }
 
     private func keepRunning(_ key: String) {
@@ -75,7 +108,7 @@ actor ImagePipeline {
         inFlight.removeValue(forKey: key)?.broadcaster.finish()
     }
 
-    /// Tasks still running (background revalidations among them).
+    /// Tasks still running (background revalidations and prefetches among them).
     var runningTasks: [Task<Void, Never>] { inFlight.values.compactMap(\.task) }
 
     func shutdown() -> [Task<Void, Never>] {

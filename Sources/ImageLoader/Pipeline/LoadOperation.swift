@@ -9,6 +9,8 @@ struct LoadOperation: Sendable {
     let options: LoadOptions
     let context: PipelineContext
     let emit: @Sendable (ImageLoadEvent) -> Void
+    /// The shared task's priority: the highest of its callers, changing while it waits.
+    let priority: PriorityHandle
     /// Asks the pipeline to let this work finish even when no caller waits any more.
     let keepRunning: @Sendable () async -> Void
 
@@ -27,12 +29,16 @@ struct LoadOperation: Sendable {
     func run() async {
         do {
             try await perform()
+            context.recentFailures.clear(key)
         } catch let error as ImageLoadingError {
             if error.reason != .cancelled {
                 context.logger.warning("load failed", metadata: ["url": "\(key)", "error": "\(error)"])
+                context.recentFailures.record(error, for: key)
             }
+            context.metrics.failure()
             emit(.failed(error))
         } catch {
+            context.metrics.failure()
             emit(.failed(ImageLoadingError(.network(String(describing: error)), url: key)))
         }
     }
@@ -54,11 +60,13 @@ struct LoadOperation: Sendable {
                 }
             if usable {
                 let image = try await image(of: &cached)
+                if cached.fromMemory { context.metrics.memoryHit() } else { context.metrics.diskHit() }
                 emit(.cached(LoadedImage(image: image, source: cached.fromMemory ? .memory : .disk, url: url)))
                 return
             }
             if options.cachePolicy == .useCache && evaluation.mayServeWhileRevalidating {
                 let image = try await image(of: &cached)
+                if cached.fromMemory { context.metrics.memoryHit() } else { context.metrics.diskHit() }
                 emit(
                     .cached(
                         LoadedImage(image: image, source: cached.fromMemory ? .memory : .disk, url: url, isStale: true))
@@ -67,16 +75,18 @@ struct LoadOperation: Sendable {
                 await keepRunning()
                 return try await fetch(revalidating: cached)
             }
-            context.logger.debug("stale", metadata: ["url": "\(key)", "age": "\(evaluation.age)"])
+            context.logMiss(key, "cache miss: stale (age \(Int(evaluation.age)) s)")
         } else {
-            context.logger.debug("cache miss", metadata: ["url": "\(key)"])
+            context.logMiss(key, "cache miss")
         }
+        context.metrics.miss()
         try await fetch(revalidating: cached)
     }
 
     /// The stored response for this URL (memory first, then disk), if it answers this request.
     private func lookUp() async throws -> Cached? {
-        if let entry = context.memoryEntry(for: key), let response = entry.response {
+        // Entries in memory were stored with this loader's own request headers: Vary matches.
+        if let entry = context.memoryCache?.entry(for: key), let response = entry.response {
             return Cached(response: response, body: nil, image: entry.image, fromMemory: true)
         }
         guard let disk = context.diskCache else { return nil }
@@ -95,9 +105,9 @@ struct LoadOperation: Sendable {
             body = try await context.blocking(key) { disk.response(for: key)?.body }
         }
         guard let body else { throw ImageLoadingError(.decoding(ImageDecodingError(.empty)), url: key) }
-        let image = try await context.decode(body, url: key)
+        let image = try await context.decode(body, url: key, priority: priority)
         cached.image = image
-        context.memoryCache?.insert(image, response: cached.response, for: key)
+        context.remember(image, response: cached.response, for: key)
         return image
     }
 
@@ -141,6 +151,7 @@ struct LoadOperation: Sendable {
                 cached.response, with: response.headers, requestTime: response.requestTime,
                 responseTime: response.responseTime)
             cached.response = updated
+            context.metrics.notModified()
             let image = try await image(of: &cached)
             if let disk = context.diskCache {
                 let key = self.key
@@ -149,7 +160,7 @@ struct LoadOperation: Sendable {
                     disk.removeFailure(for: key)
                 }
             }
-            context.memoryCache?.insert(image, response: updated, for: key)
+            context.remember(image, response: updated, for: key)
             emit(.completed(LoadedImage(image: image, source: .networkNotModified, url: url)))
             return
         }
@@ -168,7 +179,7 @@ struct LoadOperation: Sendable {
         } catch {
             throw ImageLoadingError(.contentType(error), url: key)
         }
-        let image = try await context.decode(response.body, url: key)
+        let image = try await context.decode(response.body, url: key, priority: priority)
         var stored = StoredResponse(
             url: key, status: response.status, headers: response.headers, requestTime: response.requestTime,
             responseTime: response.responseTime)
@@ -192,7 +203,7 @@ struct LoadOperation: Sendable {
             }
         }
         if storable {
-            context.memoryCache?.insert(image, response: stored, for: key)
+            context.remember(image, response: stored, for: key)
         } else {
             context.memoryCache?.remove(key)
         }
@@ -234,10 +245,16 @@ struct LoadOperation: Sendable {
 
     /// A file URL: decoded straight from the file (kept in memory, never on disk).
     private func loadFile() async throws {
-        let (key, path) = (self.key, url.path)
-        let (decoder, options) = (configuration.decoder, configuration.decodingOptions)
-        let image = try await context.blocking(key) { try decoder.decode(.file(path: path), options: options) }
-        context.memoryCache?.insert(image, response: nil, for: key)
+        let (path, decoder, options, metrics) = (
+            url.path, configuration.decoder, configuration.decodingOptions, context.metrics
+        )
+        let image = try await context.cpu(key, priority: priority) {
+            let start = ContinuousClock.now
+            let image = try decoder.decode(.file(path: path), options: options)
+            metrics.decoded(in: ContinuousClock.now - start)
+            return image
+        }
+        context.remember(image, response: nil, for: key)
         emit(.completed(LoadedImage(image: image, source: .localFile, url: url)))
     }
 }

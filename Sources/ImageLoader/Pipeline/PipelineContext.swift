@@ -1,8 +1,10 @@
 import Foundation
 import Logging
 import RasterImage
+import Synchronization
 
-/// What every load shares: the configuration, the caches, the HTTP stack, the workers.
+/// What every load shares: the configuration, the caches, the HTTP stack, the workers,
+/// the schedulers and the counters.
 struct PipelineContext: Sendable {
     let configuration: ImageLoader.Configuration
     let policy: HTTPCachePolicy
@@ -10,17 +12,36 @@ struct PipelineContext: Sendable {
     let memoryCache: MemoryCache?
     let dataLoader: any DataLoading
     let workers: WorkerPool
+    let network: WorkScheduler
+    let decoding: WorkScheduler
+    let metrics: LoaderMetrics
+    let recentFailures: RecentFailures
     var logger: Logger { configuration.logger }
     var now: Date { configuration.clock() }
 
     /// The request headers every request carries (and Vary compares).
-    var requestHeaders: [HeaderField] {
+    let requestHeaders: [HeaderField]
+
+    init(
+        configuration: ImageLoader.Configuration, diskCache: DiskCache?, memoryCache: MemoryCache?,
+        dataLoader: any DataLoading, workers: WorkerPool
+    ) {
+        self.configuration = configuration
+        policy = configuration.cachePolicy
+        self.diskCache = diskCache
+        self.memoryCache = memoryCache
+        self.dataLoader = dataLoader
+        self.workers = workers
+        network = WorkScheduler(limit: configuration.concurrentLoads, order: configuration.queueOrder)
+        decoding = WorkScheduler(limit: configuration.decodingThreads, order: configuration.queueOrder)
+        metrics = LoaderMetrics()
+        recentFailures = RecentFailures()
         var headers = configuration.requestHeaders
         if !headers.contains(where: { $0.name.lowercased() == "accept" }) {
             let types = configuration.acceptedContentTypes.types.sorted().joined(separator: ", ")
             headers.append(HeaderField("Accept", types))
         }
-        return headers
+        requestHeaders = headers
     }
 
     /// Runs blocking work on the workers, mapping a stopped pool to `.shutDown`.
@@ -38,22 +59,71 @@ struct PipelineContext: Sendable {
         }
     }
 
-    /// Decodes on a worker thread.
-    func decode(_ bytes: [UInt8], url: String) async throws -> RasterImage {
-        let (decoder, options) = (configuration.decoder, configuration.decodingOptions)
-        return try await blocking(url) { try decoder.decode(.bytes(bytes), options: options) }
+    /// CPU-heavy work (decoding, resampling): waits for a decoding slot by priority,
+    /// then runs on a worker thread. Nothing starts once the load is cancelled.
+    func cpu<T: Sendable>(
+        _ url: String, priority: PriorityHandle, _ body: @escaping @Sendable () throws -> T
+    ) async throws -> T {
+        do {
+            return try await decoding.run(priority: priority) {
+                try Task.checkCancellation()
+                return try await blocking(url, body)
+            }
+        } catch is CancellationError {
+            throw ImageLoadingError(.cancelled, url: url)
+        }
     }
 
-    /// The memory entry for `key`, when it answers a request with these headers.
-    func memoryEntry(for key: String) -> MemoryCache.Entry? {
-        guard let entry = memoryCache?.entry(for: key) else { return nil }
-        if let response = entry.response, !policy.matchesVary(response, requestHeaders: requestHeaders) { return nil }
-        return entry
+    /// Decodes downloaded or stored bytes.
+    func decode(_ bytes: [UInt8], url: String, priority: PriorityHandle) async throws -> RasterImage {
+        let (decoder, options, metrics) = (configuration.decoder, configuration.decodingOptions, self.metrics)
+        return try await cpu(url, priority: priority) {
+            let start = ContinuousClock.now
+            let image = try decoder.decode(.bytes(bytes), options: options)
+            metrics.decoded(in: ContinuousClock.now - start)
+            return image
+        }
     }
 
-    /// Whether a memory entry may be used without asking the origin.
-    func isFresh(_ entry: MemoryCache.Entry) -> Bool {
-        guard let response = entry.response else { return true }  // a local file
-        return policy.evaluate(response, now: now).isFresh
+    /// Until when a response may be used without asking the origin, from now.
+    func freshUntil(_ response: StoredResponse?) -> Date {
+        guard let response else { return .distantFuture }  // a local file
+        guard policy.useServerCachePolicy else { return .distantFuture }
+        let now = self.now
+        let evaluation = policy.evaluate(response, now: now)
+        return evaluation.isFresh ? now.addingTimeInterval(evaluation.lifetime - evaluation.age) : .distantPast
+    }
+
+    /// Keeps an image in memory with its freshness worked out now.
+    func remember(_ image: RasterImage, response: StoredResponse?, for key: String) {
+        memoryCache?.insert(image, response: response, freshUntil: freshUntil(response), for: key)
+    }
+
+    /// A fresh image in memory: the fast path, one lock and a comparison.
+    func freshInMemory(_ key: String) -> RasterImage? {
+        guard let entry = memoryCache?.entry(for: key), entry.freshUntil > now else { return nil }
+        return entry.image
+    }
+
+    func logMiss(_ key: String, _ message: String) {
+        let level: Logger.Level = configuration.logCacheMisses ? .info : .debug
+        logger.log(level: level, "\(message)", metadata: ["url": "\(key)"])
+    }
+}
+
+/// The URLs whose last load failed, for ``ImageLoader/failedToFetch(_:)``.
+final class RecentFailures: Sendable {
+    private let failures = Mutex<[String: ImageLoadingError]>([:])
+
+    func record(_ error: ImageLoadingError, for key: String) {
+        failures.withLock { $0[key] = error }
+    }
+
+    func clear(_ key: String) {
+        failures.withLock { _ = $0.removeValue(forKey: key) }
+    }
+
+    func failure(for key: String) -> ImageLoadingError? {
+        failures.withLock { $0[key] }
     }
 }

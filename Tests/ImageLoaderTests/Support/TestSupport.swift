@@ -48,14 +48,21 @@ enum TestImages {
 }
 
 /// A loader on a new temporary cache directory, with the test's clock.
-struct LoaderHarness {
+/// (Every loader it makes is shut down by ``cleanUp()``, which ``withOrigin`` calls, even
+/// when a test throws: an HTTP client left running would stop the test process.)
+struct LoaderHarness: Sendable {
     let directory: String
     let clock: ManualClock
+    private let loaders = LoaderList()
 
     init(clock: ManualClock = ManualClock()) {
         directory =
             FileManager.default.temporaryDirectory.appendingPathComponent("imageloader-" + UUID().uuidString).path
         self.clock = clock
+    }
+
+    func shutDownLoaders() async {
+        for loader in loaders.all { try? await loader.shutdown() }
     }
 
     func configuration(_ change: (inout ImageLoader.Configuration) -> Void = { _ in }) -> ImageLoader.Configuration {
@@ -69,10 +76,13 @@ struct LoaderHarness {
     }
 
     func loader(_ change: (inout ImageLoader.Configuration) -> Void = { _ in }) throws -> ImageLoader {
-        try ImageLoader(configuration: configuration(change))
+        let loader = try ImageLoader(configuration: configuration(change))
+        loaders.add(loader)
+        return loader
     }
 
-    func cleanUp() {
+    func cleanUp() async {
+        await shutDownLoaders()
         try? FileManager.default.removeItem(atPath: directory)
     }
 }
@@ -129,12 +139,12 @@ func withOrigin(
     do {
         try await body(origin, harness)
     } catch {
+        await harness.cleanUp()
         await origin.stop()
-        harness.cleanUp()
         throw error
     }
+    await harness.cleanUp()
     await origin.stop()
-    harness.cleanUp()
 }
 
 extension ImageLoader {
@@ -150,4 +160,12 @@ extension ImageLoader {
             return error
         }
     }
+}
+
+final class LoaderList: Sendable {
+    private let loaders = Mutex<[ImageLoader]>([])
+
+    func add(_ loader: ImageLoader) { loaders.withLock { $0.append(loader) } }
+
+    var all: [ImageLoader] { loaders.withLock { $0 } }
 }

@@ -1,0 +1,115 @@
+import Foundation
+import Synchronization
+
+/// How urgent a load is. Higher runs first when the loader is at its limits.
+public enum LoadPriority: Int, Sendable, Hashable, Comparable, CaseIterable, Codable {
+    case veryLow = 0
+    case low = 1
+    case normal = 2
+    case high = 3
+    case veryHigh = 4
+
+    public static func < (a: LoadPriority, b: LoadPriority) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// The order of waiting work of the same priority.
+public enum QueueOrder: String, Sendable, Hashable, Codable {
+    /// First come, first served: what a server wants.
+    case fifo
+    /// Newest first: what a scrolling list wants (the rows on screen now were asked for last).
+    case lifo
+}
+
+/// A priority that can change while its work waits: the highest of the callers
+/// waiting on a shared load.
+final class PriorityHandle: Sendable {
+    private let value: Mutex<LoadPriority>
+
+    init(_ priority: LoadPriority) { value = Mutex(priority) }
+
+    var priority: LoadPriority {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
+    }
+}
+
+/// Grants a limited number of slots: to the highest priority waiting (read when a slot
+/// frees, so a priority raised while queued counts), first or last come within a
+/// priority. A waiter whose task is cancelled leaves the queue at once.
+final class WorkScheduler: Sendable {
+    private struct Waiter {
+        let id: UInt64
+        let priority: PriorityHandle
+        let continuation: CheckedContinuation<Void, any Error>
+    }
+
+    private struct State {
+        var running = 0
+        var waiters: [Waiter] = []
+        var nextID: UInt64 = 0
+    }
+
+    let limit: Int
+    let order: QueueOrder
+    private let state = Mutex(State())
+
+    init(limit: Int, order: QueueOrder) {
+        self.limit = max(1, limit)
+        self.order = order
+    }
+
+    /// Runs `body` once a slot is free. Throws `CancellationError` if the task is
+    /// cancelled while it waits.
+    func run<T: Sendable>(priority: PriorityHandle, _ body: () async throws -> T) async throws -> T {
+        try await acquire(priority)
+        defer { release() }
+        return try await body()
+    }
+
+    /// How many wait, and how many run.
+    var load: (waiting: Int, running: Int) { state.withLock { ($0.waiters.count, $0.running) } }
+
+    private func acquire(_ priority: PriorityHandle) async throws {
+        let id = state.withLock { state -> UInt64 in
+            state.nextID += 1
+            return state.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let granted = state.withLock { state -> Bool in
+                    if state.running < limit && state.waiters.isEmpty {
+                        state.running += 1
+                        return true
+                    }
+                    state.waiters.append(Waiter(id: id, priority: priority, continuation: continuation))
+                    return false
+                }
+                if granted { continuation.resume() }
+            }
+        } onCancel: {
+            let removed = state.withLock { state -> Waiter? in
+                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.waiters.remove(at: index)
+            }
+            removed?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    private func release() {
+        let next = state.withLock { state -> Waiter? in
+            guard !state.waiters.isEmpty else {
+                state.running -= 1
+                return nil
+            }
+            // Waiters are kept in arrival order; pick the best by priority, then by order.
+            var best = 0
+            for index in state.waiters.indices.dropFirst() {
+                let candidate = state.waiters[index].priority.priority
+                let current = state.waiters[best].priority.priority
+                if candidate > current || (candidate == current && order == .lifo) { best = index }
+            }
+            return state.waiters.remove(at: best)
+        }
+        next?.continuation.resume()
+    }
+}
