@@ -62,6 +62,9 @@ public final class TestOrigin: Sendable {
 
     public func count(_ path: String) -> Int { requests(path).count }
 
+    /// The paths of every request received, in the order they arrived.
+    public var arrivalOrder: [String] { received.withLock { $0.map(\.path) } }
+
     private init(task: Task<Void, any Error>, port: Int) {
         self.task = task
         self.port = port

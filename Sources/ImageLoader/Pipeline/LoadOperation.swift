@@ -133,15 +133,25 @@ struct LoadOperation: Sendable {
         if let cached { headers += policy.conditionalHeaders(for: cached.response) }
         let response: DataResponse
         do {
-            let emit = self.emit
-            response = try await context.dataLoader.load(DataRequest(url: url, headers: headers)) {
-                received, expected in
-                emit(.progress(received: received, expected: expected))
+            let (emit, loader, request, metrics) = (
+                self.emit, context.dataLoader, DataRequest(url: url, headers: headers), context.metrics
+            )
+            response = try await context.network.run(priority: priority) {
+                try Task.checkCancellation()
+                metrics.request()
+                return try await loader.load(request) { received, expected in
+                    emit(.progress(received: received, expected: expected))
+                }
             }
+            metrics.received(response.body.count)
+        } catch is CancellationError {
+            throw ImageLoadingError(.cancelled, url: key)
         } catch let error as ImageLoadingError {
             if error.reason == .cancelled || error.reason == .shutDown { throw error }
             return try await failed(error, response: nil, cached: cached)
         }
+        // Nobody waits any more, and nobody asked for the cache to be filled: stop here.
+        if Task.isCancelled { throw ImageLoadingError(.cancelled, url: key) }
         if response.status == 304, var cached {
             guard policy.notModified(response.headers, matches: cached.response) else {
                 // A 304 for another representation: ask again, unconditionally.

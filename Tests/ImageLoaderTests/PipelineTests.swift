@@ -1,0 +1,274 @@
+import Foundation
+import RasterImage
+import TestOrigin
+import Testing
+
+@testable import ImageLoader
+
+/// The pipeline under load: shared work, cancellation, scheduling, prefetching.
+@Suite("The pipeline under load")
+struct PipelineTests {
+    static let png = ("Content-Type", "image/png")
+
+    @Test("1,000 concurrent loads of 10 URLs make exactly 10 requests and 10 decodes")
+    func coalescing() async throws {
+        try await withOrigin { origin, harness in
+            for n in 0..<10 {
+                origin.serve(
+                    "/c\(n).png",
+                    .init(headers: [Self.png, ("Cache-Control", "max-age=100")], body: TestImages.png, delay: 0.3))
+            }
+            let loader = try harness.loader()
+            let sources = await withTaskGroup(of: LoadedImage.Source?.self) { group in
+                for i in 0..<1000 {
+                    group.addTask { try? await loader.image(for: origin.url("/c\(i % 10).png")).source }
+                }
+                var sources: [LoadedImage.Source?] = []
+                for await source in group { sources.append(source) }
+                return sources
+            }
+            #expect(sources.count == 1000)
+            #expect(sources.allSatisfy { $0 != nil })
+            for n in 0..<10 { #expect(origin.count("/c\(n).png") == 1) }
+            let statistics = loader.statistics
+            #expect(statistics.requests == 10)
+            #expect(statistics.decodes == 10)
+            #expect(statistics.coalesced + statistics.memoryHits == 990)
+        }
+    }
+
+    @Test("a cancelled caller stops waiting at once, and work nobody waits for stops")
+    func cancellation() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve(
+                "/slow.png",
+                .init(headers: [Self.png, ("Cache-Control", "max-age=100")], body: TestImages.png, delay: 1))
+            let loader = try harness.loader()
+            let caller = Task { try await loader.image(for: origin.url("/slow.png")) }
+            try await Task.sleep(for: .milliseconds(200))
+            let cancelled = ContinuousClock.now
+            caller.cancel()
+            let result = await caller.result
+            #expect(ContinuousClock.now - cancelled < .milliseconds(300))
+            guard case .failure(let error as ImageLoadingError) = result else {
+                Issue.record("got \(result)")
+                return
+            }
+            #expect(error.reason == .cancelled)
+            // Long after the origin would have answered: nothing was decoded or stored.
+            try await Task.sleep(for: .milliseconds(1500))
+            await loader.waitForBackgroundWork()
+            #expect(loader.statistics.decodes == 0)
+            #expect(loader.diskCache?.statistics.entries == 0)
+            #expect(loader.peek(origin.url("/slow.png")) == nil)
+        }
+    }
+
+    @Test("when one of two callers leaves, the other still gets the image from the same request")
+    func cancellationWithAnotherCaller() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve(
+                "/shared.png",
+                .init(headers: [Self.png, ("Cache-Control", "max-age=100")], body: TestImages.png, delay: 0.5))
+            let loader = try harness.loader()
+            let leaving = Task { try await loader.image(for: origin.url("/shared.png")) }
+            let staying = Task { try await loader.image(for: origin.url("/shared.png")) }
+            try await Task.sleep(for: .milliseconds(150))
+            leaving.cancel()
+            #expect(try await staying.value.source == .networkToDisk)
+            #expect(origin.count("/shared.png") == 1)
+        }
+    }
+
+    @Test("a load asked to finish fills the caches even when its caller leaves")
+    func finishesWhenCancelled() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve(
+                "/fill.png",
+                .init(headers: [Self.png, ("Cache-Control", "max-age=100")], body: TestImages.png, delay: 0.5))
+            let loader = try harness.loader()
+            let options = LoadOptions(finishesWhenCancelled: true)
+            let caller = Task { try await loader.image(for: origin.url("/fill.png"), options: options) }
+            try await Task.sleep(for: .milliseconds(150))
+            caller.cancel()
+            _ = await caller.result
+            await loader.waitForBackgroundWork()
+            #expect(loader.statistics.decodes == 1)
+            #expect(loader.diskCache?.statistics.entries == 1)
+            #expect(try await loader.image(for: origin.url("/fill.png")).source == .memory)
+        }
+    }
+
+    /// Queues loads behind a single slot held by a slow request; returns the order in
+    /// which the origin received them.
+    func queuedOrder(
+        order: QueueOrder, priorities: [(String, LoadPriority)], raise: (String, LoadPriority)? = nil
+    ) async throws -> [String] {
+        var result: [String] = []
+        try await withOrigin { origin, harness in
+            origin.serve("/block.png", .init(headers: [Self.png], body: TestImages.png, delay: 0.6))
+            for (path, _) in priorities { origin.serve(path, .init(headers: [Self.png], body: TestImages.png)) }
+            let loader = try harness.loader {
+                $0.concurrentLoads = 1
+                $0.queueOrder = order
+            }
+            let blocker = Task { try await loader.image(for: origin.url("/block.png")) }
+            try await Task.sleep(for: .milliseconds(100))
+            var waiting: [Task<LoadedImage, any Error>] = []
+            for (path, priority) in priorities {
+                waiting.append(
+                    Task { try await loader.image(for: origin.url(path), options: LoadOptions(priority: priority)) })
+                try await Task.sleep(for: .milliseconds(30))
+            }
+            if let (path, priority) = raise { await loader.setPriority(priority, for: origin.url(path)) }
+            _ = try await blocker.value
+            for task in waiting { _ = try await task.value }
+            result = origin.arrivalOrder.filter { $0 != "/block.png" }
+        }
+        return result
+    }
+
+    @Test("queued loads go by priority, then first come first served")
+    func fifo() async throws {
+        let order = try await queuedOrder(
+            order: .fifo, priorities: [("/a", .low), ("/b", .normal), ("/c", .high), ("/d", .normal)])
+        #expect(order == ["/c", "/b", "/d", "/a"])
+    }
+
+    @Test("LIFO serves the newest of a priority first")
+    func lifo() async throws {
+        let order = try await queuedOrder(
+            order: .lifo, priorities: [("/a", .low), ("/b", .normal), ("/c", .high), ("/d", .normal)])
+        #expect(order == ["/c", "/d", "/b", "/a"])
+    }
+
+    @Test("a priority raised while queued takes effect")
+    func priorityChange() async throws {
+        let order = try await queuedOrder(
+            order: .fifo, priorities: [("/e", .low), ("/f", .low), ("/g", .normal)], raise: ("/f", .veryHigh))
+        #expect(order == ["/f", "/g", "/e"])
+    }
+
+    @Test("prefetching fills the caches at low priority; a cancelled prefetch never asks")
+    func prefetch() async throws {
+        try await withOrigin { origin, harness in
+            for path in ["/p1.png", "/p2.png", "/p3.png"] {
+                origin.serve(path, .init(headers: [Self.png, ("Cache-Control", "max-age=100")], body: TestImages.png))
+            }
+            origin.serve("/block.png", .init(headers: [Self.png], body: TestImages.png, delay: 0.5))
+            let loader = try harness.loader { $0.concurrentLoads = 1 }
+            let blocker = Task { try await loader.image(for: origin.url("/block.png")) }
+            try await Task.sleep(for: .milliseconds(100))
+            await loader.prefetch([origin.url("/p1.png"), origin.url("/p2.png"), origin.url("/p3.png")])
+            await loader.cancelPrefetching([origin.url("/p3.png")])
+            _ = try await blocker.value
+            await loader.waitForBackgroundWork()
+            #expect(origin.count("/p1.png") == 1 && origin.count("/p2.png") == 1)
+            #expect(origin.count("/p3.png") == 0)
+            #expect(try await loader.image(for: origin.url("/p1.png")).source == .memory)
+        }
+    }
+
+    @Test("failedToFetch and peek answer synchronously")
+    func synchronousQueries() async throws {
+        try await withOrigin { origin, harness in
+            origin.route("/flip.png") { _, count in
+                count == 1 ? .init(status: 500) : .init(headers: [Self.png], body: TestImages.png)
+            }
+            let loader = try harness.loader { $0.maxAttemptsForErrors = 5 }
+            let url = origin.url("/flip.png")
+            #expect(!loader.failedToFetch(url))
+            _ = try? await loader.image(for: url)
+            #expect(loader.failedToFetch(url))
+            #expect(loader.peek(url) == nil)
+            _ = try await loader.image(for: url)
+            #expect(!loader.failedToFetch(url))
+            #expect(loader.peek(url)?.width == 48)
+        }
+    }
+
+    @Test("statistics count hits, misses, requests, 304s, bytes and decodes")
+    func statistics() async throws {
+        try await withOrigin { origin, harness in
+            origin.route("/s.png") { request, _ in
+                request.header("If-None-Match") == "\"s\""
+                    ? .init(status: 304, headers: [("ETag", "\"s\"")])
+                    : .init(
+                        headers: [Self.png, ("ETag", "\"s\""), ("Cache-Control", "max-age=10")], body: TestImages.png)
+            }
+            let loader = try harness.loader()
+            let url = origin.url("/s.png")
+            _ = try await loader.image(for: url)  // miss, request, decode
+            _ = try await loader.image(for: url)  // memory hit
+            harness.clock.advance(by: 20)
+            _ = try await loader.image(for: url)  // miss (stale), request, 304
+            let statistics = loader.statistics
+            #expect(statistics.misses == 2)
+            #expect(statistics.memoryHits == 1)
+            #expect(statistics.requests == 2)
+            #expect(statistics.notModified == 1)
+            #expect(statistics.decodes == 1)
+            #expect(statistics.bytesReceived == TestImages.png.count)
+        }
+    }
+}
+
+@Suite("The memory cache")
+struct MemoryCacheTests {
+    func image(_ side: Int) -> RasterImage {
+        RasterImage(width: side, height: side, pixels: [UInt8](repeating: 1, count: side * side * 4))!
+    }
+
+    @Test("least recently used images go first, by decoded bytes")
+    func evictionByBytes() {
+        var configuration = MemoryCache.Configuration()
+        configuration.maxBytes = 3 * 40_000
+        configuration.maxEntryFraction = 0.5
+        let cache = MemoryCache(configuration: configuration)
+        for key in ["a", "b", "c"] { cache.insert(image(100), response: nil, freshUntil: .distantFuture, for: key) }
+        _ = cache.peek("a")  // a becomes the most recently used
+        cache.insert(image(100), response: nil, freshUntil: .distantFuture, for: "d")
+        #expect(cache.peek("b") == nil)
+        #expect(cache.keysByRecency == ["d", "a", "c"])
+        #expect(cache.usage.bytes == 120_000)
+        // A bigger image pushes out as many as it needs.
+        cache.insert(image(120), response: nil, freshUntil: .distantFuture, for: "big")  // 57,600 bytes: under half
+        #expect(cache.usage.bytes <= 120_000)
+        #expect(cache.keysByRecency.first == "big")
+    }
+
+    @Test("one image larger than its share is not kept")
+    func perEntryCap() {
+        var configuration = MemoryCache.Configuration()
+        configuration.maxBytes = 100_000
+        let cache = MemoryCache(configuration: configuration)  // a quarter: 25,000 bytes
+        #expect(!cache.insert(image(100), response: nil, freshUntil: .distantFuture, for: "huge"))
+        #expect(cache.insert(image(50), response: nil, freshUntil: .distantFuture, for: "small"))
+        #expect(cache.usage.count == 1)
+    }
+
+    @Test("count limit, time to live, a smaller limit, purge")
+    func limits() {
+        let clock = ManualClock()
+        var configuration = MemoryCache.Configuration()
+        configuration.maxCount = 2
+        configuration.timeToLive = 60
+        let cache = MemoryCache(configuration: configuration, clock: { clock.now })
+        for key in ["a", "b", "c"] { cache.insert(image(10), response: nil, freshUntil: .distantFuture, for: key) }
+        #expect(cache.keysByRecency == ["c", "b"])
+        clock.advance(by: 61)
+        #expect(cache.peek("c") == nil)
+        cache.insert(image(10), response: nil, freshUntil: .distantFuture, for: "d")
+        cache.insert(image(10), response: nil, freshUntil: .distantFuture, for: "e")
+        cache.setMaxBytes(400)
+        #expect(cache.keysByRecency == ["e"])
+        cache.removeAll()
+        #expect(cache.usage.count == 0 && cache.usage.bytes == 0)
+    }
+
+    @Test("the default size follows the memory this process may use")
+    func defaultSize() {
+        #expect(MemoryCache.defaultMaxBytes >= 32 << 20 && MemoryCache.defaultMaxBytes <= 1 << 30)
+        #expect(MemoryCache.defaultMaxBytes == min(1 << 30, max(32 << 20, MemoryLimit.available / 8)))
+    }
+}
