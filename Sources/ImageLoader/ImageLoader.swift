@@ -72,32 +72,7 @@ public final class ImageLoader: Sendable {
     /// waits for it any more, except a background revalidation, a prefetch, or a load
     /// asked to finish (``LoadOptions/finishesWhenCancelled``).
     public func events(for url: URL, options: LoadOptions = LoadOptions()) -> AsyncStream<ImageLoadEvent> {
-        if options.cachePolicy == .useCache, let image = context.freshInMemory(url.absoluteString) {
-            context.metrics.memoryHit()
-            return AsyncStream { continuation in
-                continuation.yield(.cached(LoadedImage(image: image, source: .memory, url: url)))
-                continuation.finish()
-            }
-        }
-        let (pipeline, context) = (self.pipeline, self.context)
-        let key = options.cachePolicy.rawValue + " " + url.absoluteString
-        return AsyncStream { continuation in
-            let id = UUID()
-            continuation.onTermination = { _ in
-                Task { await pipeline.detach(id, key: key) }
-            }
-            Task {
-                await pipeline.attach(
-                    id, key: key, priority: options.priority, finishesWhenCancelled: options.finishesWhenCancelled,
-                    continuation: continuation
-                ) { emit, priority, keepRunning in
-                    await LoadOperation(
-                        url: url, options: options, context: context, emit: emit, priority: priority,
-                        keepRunning: keepRunning
-                    ).run()
-                }
-            }
-        }
+        stream(url, product: .original, options: options)
     }
 
     /// The image at `url` and where it came from: the first image the load yields
@@ -113,12 +88,72 @@ public final class ImageLoader: Sendable {
     /// ```
     public func image(for url: URL, options: LoadOptions = LoadOptions()) async throws(ImageLoadingError) -> LoadedImage
     {
-        if options.cachePolicy == .useCache, let image = context.freshInMemory(url.absoluteString) {
+        try await first(url, product: .original, options: options)
+    }
+
+    /// The events of making a thumbnail of `url` through the caches, as ``events(for:options:)``.
+    public func thumbnailEvents(
+        for url: URL, options: ThumbnailOptions, loadOptions: LoadOptions = LoadOptions()
+    ) -> AsyncStream<ImageLoadEvent> {
+        stream(url, product: .thumbnail(options), options: loadOptions)
+    }
+
+    /// A thumbnail of `url`, cached in memory and on disk (encoded in
+    /// `options.outputFormat`) under the URL and the options. It stays valid exactly as
+    /// long as the original: when stale it is revalidated with the original's
+    /// validators; a 304 keeps it, a changed original replaces it. The original's bytes
+    /// are not kept. Concurrent requests for the same URL and options share one
+    /// download and one resample. File URLs are revalidated by size and date.
+    ///
+    /// ```swift
+    /// let thumb = try await loader.thumbnail(for: url, options: ThumbnailOptions(maxPixelSize: 256))
+    /// print(thumb.source)       // networkToDisk, then memory; disk after a restart
+    /// ```
+    public func thumbnail(
+        for url: URL, options: ThumbnailOptions, loadOptions: LoadOptions = LoadOptions()
+    ) async throws(ImageLoadingError) -> LoadedImage {
+        try await first(url, product: .thumbnail(options), options: loadOptions)
+    }
+
+    private func stream(_ url: URL, product: LoadProduct, options: LoadOptions) -> AsyncStream<ImageLoadEvent> {
+        let cacheKey = product.cacheKey(for: url)
+        if options.cachePolicy == .useCache, let image = context.freshInMemory(cacheKey) {
+            context.metrics.memoryHit()
+            return AsyncStream { continuation in
+                continuation.yield(.cached(LoadedImage(image: image, source: .memory, url: url)))
+                continuation.finish()
+            }
+        }
+        let (pipeline, context) = (self.pipeline, self.context)
+        let key = options.cachePolicy.rawValue + " " + cacheKey
+        return AsyncStream { continuation in
+            let id = UUID()
+            continuation.onTermination = { _ in
+                Task { await pipeline.detach(id, key: key) }
+            }
+            Task {
+                await pipeline.attach(
+                    id, key: key, priority: options.priority, finishesWhenCancelled: options.finishesWhenCancelled,
+                    continuation: continuation
+                ) { emit, priority, keepRunning in
+                    await LoadOperation(
+                        url: url, product: product, options: options, context: context, emit: emit, priority: priority,
+                        keepRunning: keepRunning
+                    ).run()
+                }
+            }
+        }
+    }
+
+    private func first(_ url: URL, product: LoadProduct, options: LoadOptions) async throws(ImageLoadingError)
+        -> LoadedImage
+    {
+        if options.cachePolicy == .useCache, let image = context.freshInMemory(product.cacheKey(for: url)) {
             context.metrics.memoryHit()
             return LoadedImage(image: image, source: .memory, url: url)
         }
         var failure: ImageLoadingError?
-        for await event in events(for: url, options: options) {
+        for await event in stream(url, product: product, options: options) {
             if let image = event.image { return image }
             if case .failed(let error) = event { failure = error }
         }
@@ -147,8 +182,8 @@ public final class ImageLoader: Sendable {
             await pipeline.prefetch(key: options.cachePolicy.rawValue + " " + url.absoluteString) {
                 emit, priority, keepRunning in
                 await LoadOperation(
-                    url: url, options: options, context: context, emit: emit, priority: priority,
-                    keepRunning: keepRunning
+                    url: url, product: .original, options: options, context: context, emit: emit,
+                    priority: priority, keepRunning: keepRunning
                 ).run()
             }
         }

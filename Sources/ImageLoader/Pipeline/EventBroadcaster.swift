@@ -34,6 +34,9 @@ final class EventBroadcaster: Sendable {
 
     var subscriberCount: Int { state.withLock { $0.subscribers.count } }
 
+    /// Whether the work has ended: a caller arriving now must start new work.
+    var isFinished: Bool { state.withLock { $0.finished } }
+
     func emit(_ event: ImageLoadEvent) {
         let subscribers = state.withLock { state -> [Continuation] in
             // Progress is not replayed: only its latest value would matter.

@@ -47,7 +47,9 @@ actor ImagePipeline {
             return
         }
         let shared: SharedTask
-        if let existing = inFlight[key] {
+        // A task whose work has just ended (its removal is on its way) is not joined:
+        // its events are of an earlier load.
+        if let existing = inFlight[key], !existing.broadcaster.isFinished {
             shared = existing
             context.metrics.coalesced()
         } else {
@@ -61,7 +63,7 @@ actor ImagePipeline {
 
     /// Starts the work for `key` with no caller, at low priority, to fill the caches.
     func prefetch(key: String, work: @escaping Work) {
-        guard !isShutDown, inFlight[key] == nil else { return }
+        guard !isShutDown, inFlight[key].map({ $0.broadcaster.isFinished }) ?? true else { return }
         let shared = start(key: key, priority: .veryLow, work: work)
         shared.keepsRunning = true
     }
@@ -76,9 +78,11 @@ actor ImagePipeline {
         let shared = SharedTask(priority: priority)
         inFlight[key] = shared
         let (broadcaster, handle) = (shared.broadcaster, shared.priority)
+        let id = ObjectIdentifier(shared)
         shared.task = Task.detached(priority: nil) {
             await work({ broadcaster.emit($0) }, handle, { [weak self] in await self?.keepRunning(key) })
-            await self.finished(key)
+            broadcaster.finish()
+            await self.finished(key, id)
         }
         return shared
     }
@@ -104,8 +108,9 @@ actor ImagePipeline {
         inFlight[key]?.keepsRunning = true
     }
 
-    private func finished(_ key: String) {
-        inFlight.removeValue(forKey: key)?.broadcaster.finish()
+    /// Removes the task for `key`, unless a newer one has taken its place.
+    private func finished(_ key: String, _ id: ObjectIdentifier) {
+        if let shared = inFlight[key], ObjectIdentifier(shared) == id { inFlight.removeValue(forKey: key) }
     }
 
     /// Tasks still running (background revalidations and prefetches among them).

@@ -2,10 +2,32 @@ import Foundation
 import Logging
 import RasterImage
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a load makes of the image it fetches.
+enum LoadProduct: Sendable, Hashable {
+    /// The image itself; its downloaded bytes are what the disk cache keeps.
+    case original
+    /// A thumbnail; the disk cache keeps it encoded, with the original's response, so it
+    /// stays valid exactly as long as the original (a 304 keeps it, a new original replaces it).
+    case thumbnail(ThumbnailOptions)
+
+    /// Where the product is cached: the URL, or the URL and the thumbnail's options.
+    func cacheKey(for url: URL) -> String {
+        switch self {
+        case .original: url.absoluteString
+        case .thumbnail(let options): url.absoluteString + "#thumbnail(" + options.cacheKey + ")"
+        }
+    }
+}
+
 /// One URL's load: memory, then disk, then the origin, following RFC 9111 for a
 /// private cache, and remembering failures as the seeds do.
 struct LoadOperation: Sendable {
     let url: URL
+    let product: LoadProduct
     let options: LoadOptions
     let context: PipelineContext
     let emit: @Sendable (ImageLoadEvent) -> Void
@@ -14,7 +36,10 @@ struct LoadOperation: Sendable {
     /// Asks the pipeline to let this work finish even when no caller waits any more.
     let keepRunning: @Sendable () async -> Void
 
+    /// The URL as text: requests, errors and remembered failures go by it.
     private var key: String { url.absoluteString }
+    /// Where the product is kept, in memory and on disk.
+    private var cacheKey: String { product.cacheKey(for: url) }
     private var policy: HTTPCachePolicy { context.policy }
     private var configuration: ImageLoader.Configuration { context.configuration }
 
@@ -86,12 +111,14 @@ struct LoadOperation: Sendable {
     /// The stored response for this URL (memory first, then disk), if it answers this request.
     private func lookUp() async throws -> Cached? {
         // Entries in memory were stored with this loader's own request headers: Vary matches.
-        if let entry = context.memoryCache?.entry(for: key), let response = entry.response {
+        if let entry = context.memoryCache?.entry(for: cacheKey), let response = entry.response {
             return Cached(response: response, body: nil, image: entry.image, fromMemory: true)
         }
         guard let disk = context.diskCache else { return nil }
-        let key = self.key
-        guard let (response, body) = try await context.blocking(key, { disk.response(for: key) }) else { return nil }
+        let cacheKey = self.cacheKey
+        guard let (response, body) = try await context.blocking(key, { disk.response(for: cacheKey) }) else {
+            return nil
+        }
         guard policy.matchesVary(response, requestHeaders: context.requestHeaders) else { return nil }
         return Cached(response: response, body: body, image: nil, fromMemory: false)
     }
@@ -101,13 +128,14 @@ struct LoadOperation: Sendable {
         if let image = cached.image { return image }
         var body = cached.body
         if body == nil, let disk = context.diskCache {
-            let key = self.key
-            body = try await context.blocking(key) { disk.response(for: key)?.body }
+            let cacheKey = self.cacheKey
+            body = try await context.blocking(key) { disk.response(for: cacheKey)?.body }
         }
         guard let body else { throw ImageLoadingError(.decoding(ImageDecodingError(.empty)), url: key) }
+        // A thumbnail's stored bytes are the encoded thumbnail: decoding them is all it takes.
         let image = try await context.decode(body, url: key, priority: priority)
         cached.image = image
-        context.remember(image, response: cached.response, for: key)
+        context.remember(image, response: cached.response, for: cacheKey)
         return image
     }
 
@@ -164,13 +192,13 @@ struct LoadOperation: Sendable {
             context.metrics.notModified()
             let image = try await image(of: &cached)
             if let disk = context.diskCache {
-                let key = self.key
+                let (key, cacheKey) = (self.key, self.cacheKey)
                 try await context.blocking(key) {
-                    if policy.isStorable(updated) { try? disk.update(updated) } else { disk.remove(url: key) }
+                    if policy.isStorable(updated) { try? disk.update(updated) } else { disk.remove(url: cacheKey) }
                     disk.removeFailure(for: key)
                 }
             }
-            context.remember(image, response: updated, for: key)
+            context.remember(image, response: updated, for: cacheKey)
             emit(.completed(LoadedImage(image: image, source: .networkNotModified, url: url)))
             return
         }
@@ -189,23 +217,23 @@ struct LoadOperation: Sendable {
         } catch {
             throw ImageLoadingError(.contentType(error), url: key)
         }
-        let image = try await context.decode(response.body, url: key, priority: priority)
+        let (image, bytes) = try await make(.bytes(response.body), original: response.body)
         var stored = StoredResponse(
-            url: key, status: response.status, headers: response.headers, requestTime: response.requestTime,
+            url: cacheKey, status: response.status, headers: response.headers, requestTime: response.requestTime,
             responseTime: response.responseTime)
         stored.varyingRequestHeaders = policy.varyingRequestHeaders(for: stored, requestHeaders: requestHeaders)
         let storable = policy.isStorable(stored)
         var source = LoadedImage.Source.network
         if let disk = context.diskCache {
-            let (key, body, entry) = (self.key, response.body, stored)
+            let (key, cacheKey, entry) = (self.key, self.cacheKey, stored)
             source = try await context.blocking(key) { () -> LoadedImage.Source in
                 disk.removeFailure(for: key)
-                guard storable else {
-                    disk.remove(url: key)
+                guard storable, let bytes else {
+                    disk.remove(url: cacheKey)
                     return .network
                 }
                 do {
-                    try disk.store(entry, body: body)
+                    try disk.store(entry, body: bytes)
                     return .networkToDisk
                 } catch {
                     return .network
@@ -213,11 +241,46 @@ struct LoadOperation: Sendable {
             }
         }
         if storable {
-            context.remember(image, response: stored, for: key)
+            context.remember(image, response: stored, for: cacheKey)
         } else {
-            context.memoryCache?.remove(key)
+            context.memoryCache?.remove(cacheKey)
         }
         emit(.completed(LoadedImage(image: image, source: source, url: url)))
+    }
+
+    /// The product made from the source, and the bytes the disk cache keeps for it: the
+    /// original's own bytes, or the thumbnail encoded (`nil` when it cannot be: an
+    /// animated thumbnail stays in memory only).
+    private func make(_ source: ImageSource, original: [UInt8]?) async throws -> (RasterImage, [UInt8]?) {
+        let (decoder, decodingOptions, metrics) = (
+            configuration.decoder, configuration.decodingOptions, context.metrics
+        )
+        switch product {
+        case .original:
+            let image = try await context.cpu(key, priority: priority) {
+                let start = ContinuousClock.now
+                let image = try decoder.decode(source, options: decodingOptions)
+                metrics.decoded(in: ContinuousClock.now - start)
+                return image
+            }
+            return (image, original)
+        case .thumbnail(var options):
+            options.limits = decodingOptions.limits
+            let thumbnailOptions = options
+            return try await context.cpu(key, priority: priority) {
+                let start = ContinuousClock.now
+                // The library's decoder shrinks while loading; another decoder decodes, then resizes.
+                let image =
+                    try (decoder as? ImageDecoder)?.thumbnail(source, options: thumbnailOptions)
+                    ?? decoder.decode(source, options: decodingOptions).thumbnail(options: thumbnailOptions)
+                metrics.decoded(in: ContinuousClock.now - start)
+                metrics.thumbnailMade()
+                let encoded =
+                    thumbnailOptions.frames == .first
+                    ? try? image.encoded(as: thumbnailOptions.outputFormat).bytes : nil
+                return (image, encoded)
+            }
+        }
     }
 
     /// The origin failed. Within stale-if-error a cached image is served; error
@@ -253,18 +316,38 @@ struct LoadOperation: Sendable {
         throw error
     }
 
-    /// A file URL: decoded straight from the file (kept in memory, never on disk).
+    /// A file URL. Its cached product is valid while the file's size and modification
+    /// time are unchanged (checked on every load); originals are kept in memory only,
+    /// thumbnails on disk too.
     private func loadFile() async throws {
-        let (path, decoder, options, metrics) = (
-            url.path, configuration.decoder, configuration.decodingOptions, context.metrics
-        )
-        let image = try await context.cpu(key, priority: priority) {
-            let start = ContinuousClock.now
-            let image = try decoder.decode(.file(path: path), options: options)
-            metrics.decoded(in: ContinuousClock.now - start)
-            return image
+        let path = url.path
+        let identity = try await context.blocking(key) { try FileIdentity.tag(of: path) }
+        if options.cachePolicy != .reload, var cached = try await lookUp(), cached.response.value("ETag") == identity {
+            let image = try await image(of: &cached)
+            if cached.fromMemory { context.metrics.memoryHit() } else { context.metrics.diskHit() }
+            emit(.cached(LoadedImage(image: image, source: cached.fromMemory ? .memory : .disk, url: url)))
+            return
         }
-        context.remember(image, response: nil, for: key)
+        context.metrics.miss()
+        let (image, bytes) = try await make(.file(path: path), original: nil)
+        let now = context.now
+        let response = StoredResponse(
+            url: cacheKey, status: 200, headers: [HeaderField("ETag", identity)], requestTime: now, responseTime: now)
+        if case .thumbnail = product, let bytes, let disk = context.diskCache {
+            try await context.blocking(key) { try? disk.store(response, body: bytes) }
+        }
+        context.remember(image, response: response, for: cacheKey)
         emit(.completed(LoadedImage(image: image, source: .localFile, url: url)))
+    }
+}
+
+/// What identifies a version of a file: its size and modification time.
+enum FileIdentity {
+    static func tag(of path: String) throws -> String {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw ImageDecodingError(.unreadable, message: "\(path): \(String(cString: strerror(errno)))")
+        }
+        return "\"\(info.st_size)-\(info.st_mtim.tv_sec)-\(info.st_mtim.tv_nsec)\""
     }
 }

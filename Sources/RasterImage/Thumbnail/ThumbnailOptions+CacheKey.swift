@@ -1,0 +1,35 @@
+extension ThumbnailOptions {
+    /// A stable text naming everything that shapes the thumbnail's pixels and its
+    /// encoding (not the limits): equal keys, equal thumbnails. Caches key thumbnails by it.
+    ///
+    /// ```swift
+    /// ThumbnailOptions(maxPixelSize: 256).cacheKey   // "256x256,fit,lanczos3,quality,srgb,convert,upright,first,auto85"
+    /// ```
+    public var cacheKey: String {
+        let frames: String
+        switch self.frames {
+        case .first: frames = "first"
+        case .all: frames = "all"
+        case .index(let n): frames = "frame\(n)"
+        }
+        return [
+            "\(width)x\(height)", fit.rawValue + (allowsUpscaling ? "+up" : ""), kernel.rawValue, shrinkOnLoad.rawValue,
+            linearLight ? "linear" : "srgb", keepsColorProfile ? "keep" : "convert",
+            appliesOrientation ? "upright" : "stored", frames, outputFormat.cacheKey,
+        ].joined(separator: ",")
+    }
+}
+
+extension OutputFormat {
+    /// A stable text naming the format and every setting of its encoder.
+    public var cacheKey: String {
+        switch self {
+        case .automatic(let quality): "auto\(quality)"
+        case .png(let e): "png\(e.compressionLevel)\(e.alwaysIncludeAlpha ? "a" : "")\(e.includeICCProfile ? "i" : "")"
+        case .jpeg(let e):
+            "jpeg\(e.quality)\(e.progressive ? "p" : "")\(e.optimizeHuffmanTables ? "o" : "")s\(e.chromaSubsampling.rawValue)"
+                + "\(e.includeICCProfile ? "i" : "")bg\(e.background.0).\(e.background.1).\(e.background.2)"
+        case .webp(let e): "webp\(e.quality)\(e.lossless ? "l" : "")m\(e.method)\(e.includeICCProfile ? "i" : "")"
+        }
+    }
+}
