@@ -69,6 +69,9 @@ let package = Package(
                 "RasterImage",
                 "ImageLoader",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // The demo's in-process HTTP server.
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

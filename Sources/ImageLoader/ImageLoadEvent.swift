@@ -25,12 +25,16 @@ public struct LoadedImage: Sendable {
     /// `true` when a cached image is past its freshness and is served under
     /// stale-while-revalidate or stale-if-error.
     public let isStale: Bool
+    /// For a thumbnail, its encoded bytes when the loader has them at hand (just made,
+    /// or read from the disk cache): write them out without encoding again.
+    public let encoded: EncodedImage?
 
-    public init(image: RasterImage, source: Source, url: URL, isStale: Bool = false) {
+    public init(image: RasterImage, source: Source, url: URL, isStale: Bool = false, encoded: EncodedImage? = nil) {
         self.image = image
         self.source = source
         self.url = url
         self.isStale = isStale
+        self.encoded = encoded
     }
 }
 

@@ -10,9 +10,10 @@ import Glibc
 struct ImageLoaderCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "imageloader",
-        abstract: "Decode, validate and inspect images with the standard C libraries.",
+        abstract: "Load, decode, validate and thumbnail images, with caches that follow HTTP's rules.",
         subcommands: [
             InfoCommand.self, DecodeCommand.self, ValidateCommand.self, ThumbnailCommand.self, LoadCommand.self,
+            BatchCommand.self, CacheCommand.self, DemoCommand.self,
         ]
     )
 

@@ -86,7 +86,10 @@ struct LoadOperation: Sendable {
             if usable {
                 let image = try await image(of: &cached)
                 if cached.fromMemory { context.metrics.memoryHit() } else { context.metrics.diskHit() }
-                emit(.cached(LoadedImage(image: image, source: cached.fromMemory ? .memory : .disk, url: url)))
+                emit(
+                    .cached(
+                        loaded(image, cached.fromMemory ? .memory : .disk, encoded: encodedProduct(cached.body, image)))
+                )
                 return
             }
             if options.cachePolicy == .useCache && evaluation.mayServeWhileRevalidating {
@@ -245,7 +248,18 @@ struct LoadOperation: Sendable {
         } else {
             context.memoryCache?.remove(cacheKey)
         }
-        emit(.completed(LoadedImage(image: image, source: source, url: url)))
+        emit(.completed(loaded(image, source, encoded: encodedProduct(bytes, image))))
+    }
+
+    private func loaded(_ image: RasterImage, _ source: LoadedImage.Source, encoded: EncodedImage? = nil) -> LoadedImage
+    {
+        LoadedImage(image: image, source: source, url: url, encoded: encoded)
+    }
+
+    /// A thumbnail's encoded bytes, when at hand; `nil` for originals.
+    private func encodedProduct(_ bytes: [UInt8]?, _ image: RasterImage) -> EncodedImage? {
+        guard case .thumbnail = product, let bytes, let format = ImageFormat.sniff(bytes) else { return nil }
+        return EncodedImage(bytes: bytes, format: format, width: image.width, height: image.height)
     }
 
     /// The product made from the source, and the bytes the disk cache keeps for it: the
@@ -325,7 +339,9 @@ struct LoadOperation: Sendable {
         if options.cachePolicy != .reload, var cached = try await lookUp(), cached.response.value("ETag") == identity {
             let image = try await image(of: &cached)
             if cached.fromMemory { context.metrics.memoryHit() } else { context.metrics.diskHit() }
-            emit(.cached(LoadedImage(image: image, source: cached.fromMemory ? .memory : .disk, url: url)))
+            emit(
+                .cached(loaded(image, cached.fromMemory ? .memory : .disk, encoded: encodedProduct(cached.body, image)))
+            )
             return
         }
         context.metrics.miss()
@@ -337,7 +353,7 @@ struct LoadOperation: Sendable {
             try await context.blocking(key) { try? disk.store(response, body: bytes) }
         }
         context.remember(image, response: response, for: cacheKey)
-        emit(.completed(LoadedImage(image: image, source: .localFile, url: url)))
+        emit(.completed(loaded(image, .localFile, encoded: encodedProduct(bytes, image))))
     }
 }
 

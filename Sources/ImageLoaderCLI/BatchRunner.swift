@@ -1,0 +1,233 @@
+import Foundation
+import ImageLoader
+import RasterImage
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One input of a batch: what the user named, and the URL the loader gets.
+struct BatchItem: Sendable {
+    let input: String
+    let url: URL
+}
+
+/// Turns the command's inputs into items: URLs as they are; directories, every file
+/// inside (recursively, sorted); an image file, itself; any other file, a list of
+/// inputs, one a line (blank lines and lines starting with # skipped).
+enum BatchInputs {
+    static func expand(_ inputs: [String], readingLists: Bool = true) -> (
+        items: [BatchItem], problems: [(String, String)]
+    ) {
+        var items: [BatchItem] = []
+        var problems: [(String, String)] = []
+        for input in inputs {
+            if let url = URL(string: input), let scheme = url.scheme?.lowercased(),
+                ["http", "https", "file"].contains(scheme)
+            {
+                items.append(BatchItem(input: input, url: url))
+                continue
+            }
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory) else {
+                problems.append((input, "no such file or directory"))
+                continue
+            }
+            if isDirectory.boolValue {
+                let files = (FileManager.default.enumerator(atPath: input)?.compactMap { $0 as? String } ?? [])
+                    .filter { !$0.split(separator: "/").contains { $0.hasPrefix(".") } }
+                    .map { (input as NSString).appendingPathComponent($0) }
+                    .filter { path in
+                        var directory: ObjCBool = false
+                        return FileManager.default.fileExists(atPath: path, isDirectory: &directory)
+                            && !directory.boolValue
+                    }
+                    .sorted()
+                items += files.map { BatchItem(input: $0, url: URL(fileURLWithPath: $0)) }
+            } else if (try? ImageSource.file(path: input).leadingBytes()).flatMap(ImageFormat.sniff) != nil
+                || !readingLists
+            {
+                items.append(BatchItem(input: input, url: URL(fileURLWithPath: input)))
+            } else if let text = try? String(contentsOfFile: input, encoding: .utf8) {
+                let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+                    .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+                let nested = expand(lines, readingLists: false)
+                items += nested.items
+                problems += nested.problems
+            } else {
+                problems.append((input, "neither an image nor a list of inputs"))
+            }
+        }
+        return (items, problems)
+    }
+}
+
+/// What a batch did.
+struct BatchSummary: Sendable {
+    var succeeded = 0
+    var bySource: [LoadedImage.Source: Int] = [:]
+    var failures: [(input: String, reason: String)] = []
+    var elapsed: Duration = .zero
+    var written: [(name: String, image: RasterImage)] = []
+
+    var total: Int { succeeded + failures.count }
+}
+
+/// Makes every item's thumbnail through the loader, writes it to the output folder, and
+/// reports progress: a live bar on a terminal, one line an item otherwise.
+struct BatchRunner {
+    let loader: ImageLoader
+    let options: ThumbnailOptions
+    let outputDirectory: String
+    let concurrency: Int
+    /// Keep the thumbnails for a contact sheet.
+    var keepsImages = false
+    var progressStream: Int32 = 2
+
+    func run(_ items: [BatchItem]) async throws -> BatchSummary {
+        try FileManager.default.createDirectory(atPath: outputDirectory, withIntermediateDirectories: true)
+        let names = OutputNames(items)
+        let progress = ProgressReporter(total: items.count, stream: progressStream)
+        let start = ContinuousClock.now
+        var summary = BatchSummary()
+        await withTaskGroup(of: (Int, Result<LoadedImage, ImageLoadingError>).self) { group in
+            var next = 0
+            func startNext() {
+                guard next < items.count else { return }
+                let index = next
+                next += 1
+                let (loader, options, url) = (self.loader, self.options, items[index].url)
+                group.addTask {
+                    do throws(ImageLoadingError) {
+                        return (index, .success(try await loader.thumbnail(for: url, options: options)))
+                    } catch {
+                        return (index, .failure(error))
+                    }
+                }
+            }
+            for _ in 0..<min(concurrency, items.count) { startNext() }
+            for await (index, result) in group {
+                let item = items[index]
+                switch result {
+                case .success(let loaded):
+                    do {
+                        let encoded = try loaded.encoded ?? loaded.image.encoded(as: options.outputFormat)
+                        let name = names.name(for: index, format: encoded.format)
+                        try Data(encoded.bytes).write(
+                            to: URL(fileURLWithPath: outputDirectory).appendingPathComponent(name), options: .atomic)
+                        summary.succeeded += 1
+                        summary.bySource[loaded.source, default: 0] += 1
+                        if keepsImages { summary.written.append((name, loaded.image)) }
+                        progress.finished(item.input, source: loaded.source.rawValue, failed: false)
+                    } catch {
+                        summary.failures.append((item.input, "cannot write: \(error)"))
+                        progress.finished(item.input, source: "failed", failed: true)
+                    }
+                case .failure(let error):
+                    summary.failures.append((item.input, BatchRunner.reason(error)))
+                    progress.finished(item.input, source: "failed", failed: true)
+                }
+                startNext()
+            }
+        }
+        progress.end()
+        summary.elapsed = ContinuousClock.now - start
+        summary.written.sort { $0.name < $1.name }
+        return summary
+    }
+
+    /// The failure without its URL: the summary groups failures by it.
+    static func reason(_ error: ImageLoadingError) -> String {
+        let text = error.description
+        let prefix = error.url + ": "
+        return text.hasPrefix(prefix) ? String(text.dropFirst(prefix.count)) : text
+    }
+}
+
+/// Output file names: the input's base name with the output format's extension, made
+/// safe for a file system and unique.
+final class OutputNames: Sendable {
+    private let bases: [String]
+
+    init(_ items: [BatchItem]) {
+        var seen: [String: Int] = [:]
+        bases = items.map { item in
+            let last =
+                item.url.isFileURL
+                ? item.url.lastPathComponent : (item.url.lastPathComponent.removingPercentEncoding ?? "")
+            var base = String(last.split(separator: ".").dropLast().joined(separator: ".").ifEmpty(last))
+            base = String(base.map { $0.isLetter || $0.isNumber || "-_.".contains($0) ? $0 : "_" }).ifEmpty("image")
+            let count = seen[base, default: 0] + 1
+            seen[base] = count
+            return count == 1 ? base : "\(base)-\(count)"
+        }
+    }
+
+    func name(for index: Int, format: ImageFormat) -> String {
+        bases[index] + "." + (format == .jpeg ? "jpg" : format.rawValue)
+    }
+}
+
+extension StringProtocol {
+    func ifEmpty(_ replacement: String) -> String { isEmpty ? replacement : String(self) }
+}
+
+/// Progress on stderr: a bar redrawn in place on a terminal, plain lines otherwise.
+final class ProgressReporter: Sendable {
+    private struct State {
+        var done = 0
+        var failed = 0
+        var lastDraw = ContinuousClock.now - .seconds(1)
+    }
+
+    let total: Int
+    private let stream: Int32
+    private let isTerminal: Bool
+    private let start = ContinuousClock.now
+    private let state = Mutex(State())
+
+    init(total: Int, stream: Int32) {
+        self.total = total
+        self.stream = stream
+        isTerminal = isatty(stream) == 1
+    }
+
+    func finished(_ input: String, source: String, failed: Bool) {
+        let line = state.withLock { state -> String? in
+            state.done += 1
+            if failed { state.failed += 1 }
+            let now = ContinuousClock.now
+            if isTerminal {
+                // At most ten redraws a second, and always the last.
+                guard now - state.lastDraw > .milliseconds(100) || state.done == total else { return nil }
+                state.lastDraw = now
+                return "\r" + bar(state)
+            }
+            return "\(state.done)/\(total) \(source) \(input)\n"
+        }
+        if let line { write(line) }
+    }
+
+    func end() {
+        if isTerminal { write("\n") }
+    }
+
+    private func bar(_ state: State) -> String {
+        let width = 30
+        let filled = total == 0 ? width : width * state.done / total
+        let seconds =
+            Double((ContinuousClock.now - start).components.attoseconds) / 1e18
+            + Double((ContinuousClock.now - start).components.seconds)
+        let rate = seconds > 0 ? Double(state.done) / seconds : 0
+        let bar =
+            String(repeating: "=", count: filled) + (filled < width ? ">" : "")
+            + String(repeating: " ", count: max(0, width - filled - 1))
+        return "[\(bar)] \(state.done)/\(total)  \(String(format: "%.1f", rate))/s  failures \(state.failed)\u{1B}[K"
+    }
+
+    private func write(_ text: String) {
+        var bytes = Array(text.utf8)
+        bytes.withUnsafeMutableBytes { _ = Glibc.write(stream, $0.baseAddress, $0.count) }
+    }
+}
