@@ -1,0 +1,111 @@
+import Foundation
+import RasterImage
+import TestOrigin
+import Testing
+
+@Suite("imageloader batch, demo and cache")
+struct BatchCommandTests {
+    static let png = ("Content-Type", "image/png")
+
+    @Test(
+        "batch takes URLs, files, directories and lists; writes thumbnails, a sheet, and a summary of sources and failures"
+    )
+    func batch() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        try await Command.withTemporaryDirectory { directory in
+            origin.serve(
+                "/remote.png", .init(headers: [Self.png, ("Cache-Control", "max-age=600")], body: TestAssets.photo))
+            origin.serve("/missing.png", .init(status: 404))
+            // A folder of three images, and a list naming a URL, a file and nonsense.
+            let folder = directory.appendingPathComponent("in")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            for name in ["jpeg-orientation6.jpg", "gif-animation.gif", "png-photo-alpha.png"] {
+                try Data(TestAssets.bytes(name)).write(to: folder.appendingPathComponent(name))
+            }
+            let list = directory.appendingPathComponent("list.txt")
+            try """
+            # inputs
+            \(origin.url("/missing.png").absoluteString)
+            \(Command.fixture("images/webp-lossy.webp"))
+
+            /nonexistent/picture.png
+            """.write(to: list, atomically: true, encoding: .utf8)
+            let out = directory.appendingPathComponent("out").path
+            let sheet = directory.appendingPathComponent("sheet.png").path
+            let arguments = [
+                "batch", folder.path, origin.url("/remote.png").absoluteString, list.path, "--size", "64", "--out", out,
+                "--sheet", sheet, "--cache-dir", directory.appendingPathComponent("cache").path,
+            ]
+            let first = try await Command.run(arguments)
+            #expect(first.status == 1)  // two inputs failed
+            #expect(first.stdout.contains("5 of 7 thumbnails"), "\(first.stdout)")
+            #expect(
+                first.stdout.contains("from memory 0, disk 0, network 1 (downloaded 1, not modified 0), files 4"),
+                "\(first.stdout)")
+            #expect(first.stdout.contains("1 x HTTP status 404"))
+            #expect(first.stdout.contains("1 x no such file or directory: /nonexistent/picture.png"))
+            let written = try FileManager.default.contentsOfDirectory(atPath: out).sorted()
+            #expect(
+                written == [
+                    "gif-animation.jpg", "jpeg-orientation6.jpg", "png-photo-alpha.png", "remote.jpg", "webp-lossy.jpg",
+                ])
+            let turned = try ImageDecoder().info(.file(path: out + "/jpeg-orientation6.jpg"))
+            #expect((turned.width, turned.height) == (32, 48))
+            let sheetInfo = try ImageDecoder().info(.file(path: sheet))
+            #expect(sheetInfo.format == .png && sheetInfo.width > 64 * 2)
+
+            // Again: the URL comes from the disk cache, the files from their cached thumbnails.
+            let second = try await Command.run(arguments)
+            #expect(second.stdout.contains("from memory 0, disk 5"), "\(second.stdout)")
+            #expect(origin.count("/remote.png") == 1)
+        }
+    }
+
+    @Test("cache stats, clear by age, purge")
+    func cache() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        try await Command.withTemporaryDirectory { directory in
+            origin.serve("/c.png", .init(headers: [Self.png, ("Cache-Control", "max-age=600")], body: TestAssets.png))
+            let cache = directory.appendingPathComponent("cache").path
+            _ = try await Command.run(["load", origin.url("/c.png").absoluteString, "--cache-dir", cache])
+            let stats = try await Command.run(["cache", "stats", "--cache-dir", cache])
+            let json = try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as! [String: Any]
+            #expect(json["entries"] as? Int == 1)
+            #expect((json["bytes"] as? Int ?? 0) > TestAssets.png.count)
+            let young = try await Command.run(["cache", "clear", "--older-than", "1d", "--cache-dir", cache])
+            #expect(young.stdout.contains("removed 0 entries"))
+            let all = try await Command.run([
+                "cache", "clear", "--older-than", "0", "--by", "created", "--cache-dir", cache,
+            ])
+            #expect(all.stdout.contains("removed 1 entries"))
+            _ = try await Command.run(["load", origin.url("/c.png").absoluteString, "--cache-dir", cache])
+            #expect(
+                try await Command.run(["cache", "purge", "--cache-dir", cache]).stdout.contains("removed 1 entries"))
+            let empty = try await Command.run(["cache", "stats", "--cache-dir", cache])
+            #expect(empty.stdout.contains("\"entries\":0"))
+            let bad = try await Command.run(["cache", "clear", "--cache-dir", cache])
+            #expect(bad.status != 0)
+        }
+    }
+
+    @Test("the demo serves the fixtures, downloads them cold and reads them from disk warm")
+    func demo() async throws {
+        try await Command.withTemporaryDirectory { directory in
+            let out = directory.appendingPathComponent("demo").path
+            let result = try await Command.run([
+                "demo", "--images", Command.fixture("images"), "--out", out, "--size", "48",
+            ])
+            #expect(result.status == 0, "\(result.stderr)")
+            let count = try FileManager.default.contentsOfDirectory(atPath: Command.fixture("images")).count
+            #expect(result.stdout.contains("pass 1, cold: \(count) of \(count) thumbnails"))
+            #expect(result.stdout.contains("network \(count) (downloaded \(count)"))
+            #expect(result.stdout.contains("pass 2, warm: \(count) of \(count) thumbnails"))
+            #expect(result.stdout.contains("from memory 0, disk \(count)"))
+            #expect(result.stdout.contains("requests the server answered: \(count)"))
+            #expect(FileManager.default.fileExists(atPath: out + "/sheet.png"))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: out + "/warm").count == count)
+        }
+    }
+}
