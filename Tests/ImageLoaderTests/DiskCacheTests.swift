@@ -11,6 +11,13 @@ struct DiskCacheTests {
         StoredResponse(url: url, status: 200, headers: headers, requestTime: clock.now, responseTime: clock.now)
     }
 
+    @Test("entry files are named by the hex SHA-256 of the key (FIPS 180-2 test vectors)")
+    func fileNames() {
+        // Names must not change between versions, or every cache would be lost on upgrade.
+        #expect(DiskCache.hash(of: "abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(DiskCache.hash(of: "") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+    }
+
     @Test("readers see whole entries only, however many writers replace them")
     func atomicReplacement() async throws {
         let harness = LoaderHarness()

@@ -25,6 +25,19 @@ struct HTTPCachePolicyTests {
         }
     }
 
+    @Test("field names compare without regard to ASCII case, and only ASCII letters fold")
+    func fieldNames() {
+        #expect(HeaderField("Content-Type", "").hasName("content-type"))
+        #expect(HeaderField("ETAG", "").hasName("ETag"))
+        #expect(!HeaderField("ETag", "").hasName("ETags"))
+        #expect(!HeaderField("X-[", "").hasName("x-{"))  // 0x5B and 0x7B differ only in bit 5
+        #expect(!HeaderField("X-@", "").hasName("x-`"))
+        #expect(!HeaderField("Vary", "").hasName("Varz"))
+        let fields = [HeaderField("Cache-Control", "max-age=1"), HeaderField("cache-control", "public")]
+        #expect(fields.values(named: "CACHE-CONTROL") == ["max-age=1", "public"])
+        #expect(fields.first(named: "Cache-control") == "max-age=1")
+    }
+
     @Test("directives: case, quotes, unknowns, repeated or unreadable max-age")
     func directives() {
         let control = CacheControl(headerValues: [

@@ -266,6 +266,37 @@ struct MemoryCacheTests {
         #expect(cache.usage.count == 0 && cache.usage.bytes == 0)
     }
 
+    @Test("the recency order matches a plain list model under random hits, inserts and removals")
+    func recencyModel() {
+        var configuration = MemoryCache.Configuration()
+        configuration.maxCount = 8
+        let cache = MemoryCache(configuration: configuration)
+        var model: [String] = []  // most recent first
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<5_000 {
+            let key = "k\(Int.random(in: 0..<12, using: &generator))"
+            switch Int.random(in: 0..<4, using: &generator) {
+            case 0:
+                cache.insert(image(2), response: nil, freshUntil: .distantFuture, for: key)
+                model.removeAll { $0 == key }
+                model.insert(key, at: 0)
+                if model.count > 8 { model.removeLast() }
+            case 1:
+                cache.remove(key)
+                model.removeAll { $0 == key }
+            default:
+                let hit = cache.peek(key) != nil
+                #expect(hit == model.contains(key))
+                if hit {
+                    model.removeAll { $0 == key }
+                    model.insert(key, at: 0)
+                }
+            }
+            #expect(cache.keysByRecency == model)
+        }
+        #expect(cache.usage.bytes == model.count * 16)
+    }
+
     @Test("the default size follows the memory this process may use")
     func defaultSize() {
         #expect(MemoryCache.defaultMaxBytes >= 32 << 20 && MemoryCache.defaultMaxBytes <= 1 << 30)

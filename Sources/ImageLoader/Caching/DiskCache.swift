@@ -101,7 +101,14 @@ public final class DiskCache: Sendable {
 
     /// The file name for a key: the hex SHA-256 of the key's UTF-8.
     static func hash(of key: String) -> String {
-        SHA256.hash(data: Data(key.utf8)).map { String(format: "%02x", $0) }.joined()
+        let digits = Array("0123456789abcdef".utf8)
+        var hex = [UInt8]()
+        hex.reserveCapacity(64)
+        for byte in SHA256.hash(data: Array(key.utf8)) {
+            hex.append(digits[Int(byte >> 4)])
+            hex.append(digits[Int(byte & 15)])
+        }
+        return String(decoding: hex, as: UTF8.self)
     }
 
     private func path(_ hash: String, _ kind: FileKind) -> String { entriesDirectory + "/" + hash + kind.suffix }
@@ -157,12 +164,24 @@ public final class DiskCache: Sendable {
 
     func failure(for key: String) -> FailureRecord? {
         let hash = DiskCache.hash(of: key)
-        guard let data = FileManager.default.contents(atPath: path(hash, .failure)) else { return nil }
+        guard hasFailure(hash: hash), let data = FileManager.default.contents(atPath: path(hash, .failure)) else {
+            return nil
+        }
         guard let record = try? JSONDecoder().decode(FailureRecord.self, from: data), record.url == key else {
             remove(hash: hash, kind: .failure)
             return nil
         }
         return record
+    }
+
+    /// Whether a failure is recorded for `key`, from the index alone (no file read):
+    /// loads ask this first, since almost none has one.
+    func hasFailure(for key: String) -> Bool {
+        hasFailure(hash: DiskCache.hash(of: key))
+    }
+
+    private func hasFailure(hash: String) -> Bool {
+        state.withLock { $0.index[hash + FileKind.failure.suffix] != nil }
     }
 
     func store(_ failure: FailureRecord) throws {

@@ -106,7 +106,7 @@ struct HTTPCachePolicy: Sendable {
         if names.contains("*") { return false }
         for name in names {
             let current = HTTPCachePolicy.normalized(
-                requestHeaders.filter { $0.name.lowercased() == name }.map(\.value).joined(separator: ","))
+                requestHeaders.values(named: name).joined(separator: ","))
             if current != (response.varyingRequestHeaders[name] ?? "") { return false }
         }
         return true
@@ -117,7 +117,7 @@ struct HTTPCachePolicy: Sendable {
         var values: [String: String] = [:]
         for name in response.varyNames where name != "*" {
             values[name] = HTTPCachePolicy.normalized(
-                requestHeaders.filter { $0.name.lowercased() == name }.map(\.value).joined(separator: ","))
+                requestHeaders.values(named: name).joined(separator: ","))
         }
         return values
     }
@@ -139,7 +139,7 @@ struct HTTPCachePolicy: Sendable {
 
     /// Whether a 304 is about this stored response: a 304 naming another entity tag is not.
     func notModified(_ headers: [HeaderField], matches response: StoredResponse) -> Bool {
-        guard let received = headers.first(where: { $0.name.lowercased() == "etag" })?.value,
+        guard let received = headers.first(named: "ETag"),
             let stored = response.value("ETag")
         else { return true }
         func opaque(_ tag: String) -> String { tag.hasPrefix("W/") ? String(tag.dropFirst(2)) : tag }

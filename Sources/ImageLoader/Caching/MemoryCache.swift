@@ -52,11 +52,16 @@ public final class MemoryCache: Sendable {
         var configuration: Configuration
     }
 
+    /// A node of the recency list. Each node holds the next older one strongly, so the
+    /// list from `head` keeps its nodes alive; the link back to the newer one is
+    /// `unowned(unsafe)` (no reference counting on the hit path): every node in the list
+    /// is also in `entries`, and a node's links are cleared when it leaves the list, so
+    /// the link never outlives its target. Only touched under the cache's lock.
     private final class Node {
         let key: String
         let entry: Entry
-        var newer: Node?
-        weak var older: Node?
+        unowned(unsafe) var newer: Node?
+        var older: Node?
 
         init(key: String, entry: Entry) {
             self.key = key
@@ -90,16 +95,17 @@ public final class MemoryCache: Sendable {
         entry(for: key)?.image
     }
 
-    func entry(for key: String) -> Entry? {
-        let now = clock()
+    /// The entry for `key`, made the most recently used, unless it is past its time to
+    /// live at `now` (the caller's clock reading, so a hit reads the clock once).
+    func entry(for key: String, at now: Date? = nil) -> Entry? {
+        let now = now ?? clock()
         return state.withLock { state -> Entry? in
             guard let node = state.entries[key] else { return nil }
             if let ttl = state.configuration.timeToLive, now.timeIntervalSince(node.entry.added) > ttl {
                 MemoryCache.unlink(node, &state)
                 return nil
             }
-            MemoryCache.unlink(node, &state)
-            MemoryCache.pushFront(node, &state)
+            MemoryCache.moveToFront(node, &state)
             return node.entry
         }
     }
@@ -127,12 +133,7 @@ public final class MemoryCache: Sendable {
 
     /// Removes every image.
     public func removeAll() {
-        state.withLock { state in
-            state.entries = [:]
-            state.head = nil
-            state.tail = nil
-            state.bytes = 0
-        }
+        state.withLock { MemoryCache.clear(&$0) }
     }
 
     /// Images held and their decoded bytes.
@@ -154,22 +155,52 @@ public final class MemoryCache: Sendable {
     }
 
     private static func pushFront(_ node: Node, _ state: inout State) {
+        linkAtFront(node, &state)
+        state.entries[node.key] = node
+        state.bytes += node.entry.image.cost
+    }
+
+    private static func linkAtFront(_ node: Node, _ state: inout State) {
         node.older = state.head
         node.newer = nil
         state.head?.newer = node
         state.head = node
         if state.tail == nil { state.tail = node }
-        state.entries[node.key] = node
-        state.bytes += node.entry.image.cost
     }
 
     private static func unlink(_ node: Node, _ state: inout State) {
-        if let newer = node.newer { newer.older = node.older } else { state.head = node.older }
-        if let older = node.older { older.newer = node.newer } else { state.tail = node.newer }
-        node.newer = nil
-        node.older = nil
+        detach(node, &state)
         state.entries[node.key] = nil
         state.bytes -= node.entry.image.cost
+    }
+
+    /// Takes `node` out of the recency list only.
+    private static func detach(_ node: Node, _ state: inout State) {
+        if let older = node.older { older.newer = node.newer } else { state.tail = node.newer }
+        if let newer = node.newer { newer.older = node.older } else { state.head = node.older }
+        node.newer = nil
+        node.older = nil
+    }
+
+    /// Makes `node`, already held, the most recently used, without touching `entries`.
+    private static func moveToFront(_ node: Node, _ state: inout State) {
+        guard state.head !== node else { return }
+        detach(node, &state)
+        linkAtFront(node, &state)
+    }
+
+    /// Empties the cache, unlinking every node.
+    private static func clear(_ state: inout State) {
+        var node = state.head
+        state.head = nil
+        state.tail = nil
+        while let current = node {
+            node = current.older
+            current.older = nil
+            current.newer = nil
+        }
+        state.entries = [:]
+        state.bytes = 0
     }
 
     private static func trim(_ state: inout State) {

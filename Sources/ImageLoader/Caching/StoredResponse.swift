@@ -9,6 +9,26 @@ public struct HeaderField: Codable, Sendable, Hashable {
         self.name = name
         self.value = value
     }
+
+    /// Whether the field is called `other`: field names compare case-insensitively
+    /// (RFC 9110, section 5.1), and are ASCII.
+    public func hasName(_ other: String) -> Bool {
+        let (a, b) = (name.utf8, other.utf8)
+        guard a.count == b.count else { return false }
+        return zip(a, b).allSatisfy { x, y in x == y || (x | 0x20 == y | 0x20 && (x | 0x20) &- 0x61 < 26) }
+    }
+}
+
+extension Array where Element == HeaderField {
+    /// The first value of the field called `name`.
+    func first(named name: String) -> String? {
+        first { $0.hasName(name) }?.value
+    }
+
+    /// Every value of the field called `name`, in order.
+    func values(named name: String) -> [String] {
+        filter { $0.hasName(name) }.map(\.value)
+    }
 }
 
 /// A response as the disk cache keeps it: what RFC 9111 needs to judge its freshness
@@ -40,12 +60,12 @@ public struct StoredResponse: Codable, Sendable, Hashable {
 
     /// Every value of a header field (names compare case-insensitively).
     public func values(_ name: String) -> [String] {
-        headers.filter { $0.name.caseInsensitiveCompare(name) == .orderedSame }.map(\.value)
+        headers.values(named: name)
     }
 
     /// The first value of a header field.
     public func value(_ name: String) -> String? {
-        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        headers.first(named: name)
     }
 
     var cacheControl: CacheControl { CacheControl(headerValues: values("Cache-Control")) }

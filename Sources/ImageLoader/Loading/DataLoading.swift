@@ -32,7 +32,7 @@ public struct DataResponse: Sendable, Hashable {
     }
 
     public func value(_ name: String) -> String? {
-        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        headers.first(named: name)
     }
 }
 

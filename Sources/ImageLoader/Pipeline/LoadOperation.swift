@@ -16,10 +16,13 @@ enum LoadProduct: Sendable, Hashable {
 
     /// Where the product is cached: the URL, or the URL and the thumbnail's options.
     func cacheKey(for url: URL) -> String {
-        switch self {
-        case .original: url.absoluteString
-        case .thumbnail(let options): url.absoluteString + "#thumbnail(" + options.cacheKey + ")"
-        }
+        guard case .thumbnail(let options) = self else { return url.absoluteString }
+        var key = url.absoluteString
+        key.reserveCapacity(key.utf8.count + 96)
+        key += "#thumbnail("
+        key += options.cacheKey
+        key += ")"
+        return key
     }
 }
 
@@ -144,7 +147,7 @@ struct LoadOperation: Sendable {
 
     /// A failure remembered recently enough and often enough: fail without a request.
     private func rememberedFailure() async throws -> Bool {
-        guard let disk = context.diskCache else { return false }
+        guard let disk = context.diskCache, disk.hasFailure(for: key) else { return false }
         let key = self.key
         guard let failure = try await context.blocking(key, { disk.failure(for: key) }) else { return false }
         guard failure.expires > context.now, failure.attempts >= configuration.maxAttemptsForErrors else {
@@ -314,7 +317,7 @@ struct LoadOperation: Sendable {
         }
         if let response, let status, status >= 400, let disk = context.diskCache {
             let control = CacheControl(
-                headerValues: response.headers.filter { $0.name.lowercased() == "cache-control" }.map(\.value))
+                headerValues: response.headers.values(named: "Cache-Control"))
             if !control.noStore {
                 let window = control.maxAge.map(TimeInterval.init) ?? configuration.defaultCacheControlMaxAgeForErrors
                 let (key, now) = (self.key, context.now)

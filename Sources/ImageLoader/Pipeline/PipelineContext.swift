@@ -37,7 +37,7 @@ struct PipelineContext: Sendable {
         metrics = LoaderMetrics()
         recentFailures = RecentFailures()
         var headers = configuration.requestHeaders
-        if !headers.contains(where: { $0.name.lowercased() == "accept" }) {
+        if !headers.contains(where: { $0.hasName("Accept") }) {
             let types = configuration.acceptedContentTypes.types.sorted().joined(separator: ", ")
             headers.append(HeaderField("Accept", types))
         }
@@ -101,7 +101,8 @@ struct PipelineContext: Sendable {
 
     /// A fresh image in memory: the fast path, one lock and a comparison.
     func freshInMemory(_ key: String) -> RasterImage? {
-        guard let entry = memoryCache?.entry(for: key), entry.freshUntil > now else { return nil }
+        let now = self.now
+        guard let entry = memoryCache?.entry(for: key, at: now), entry.freshUntil > now else { return nil }
         return entry.image
     }
 

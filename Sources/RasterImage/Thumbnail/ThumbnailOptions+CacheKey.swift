@@ -6,17 +6,25 @@ extension ThumbnailOptions {
     /// ThumbnailOptions(maxPixelSize: 256).cacheKey   // "256x256,fit,lanczos3,quality,srgb,convert,upright,first,auto85"
     /// ```
     public var cacheKey: String {
-        let frames: String
-        switch self.frames {
-        case .first: frames = "first"
-        case .all: frames = "all"
-        case .index(let n): frames = "frame\(n)"
+        // Built in one buffer: a memory-cache hit of a thumbnail computes it every time.
+        var key = ""
+        key.reserveCapacity(80)
+        key += "\(width)x\(height),"
+        key += fit.rawValue
+        key += allowsUpscaling ? "+up," : ","
+        key += kernel.rawValue
+        key += ","
+        key += shrinkOnLoad.rawValue
+        key += linearLight ? ",linear" : ",srgb"
+        key += keepsColorProfile ? ",keep" : ",convert"
+        key += appliesOrientation ? ",upright," : ",stored,"
+        switch frames {
+        case .first: key += "first,"
+        case .all: key += "all,"
+        case .index(let n): key += "frame\(n),"
         }
-        return [
-            "\(width)x\(height)", fit.rawValue + (allowsUpscaling ? "+up" : ""), kernel.rawValue, shrinkOnLoad.rawValue,
-            linearLight ? "linear" : "srgb", keepsColorProfile ? "keep" : "convert",
-            appliesOrientation ? "upright" : "stored", frames, outputFormat.cacheKey,
-        ].joined(separator: ",")
+        key += outputFormat.cacheKey
+        return key
     }
 }
 

@@ -1,0 +1,195 @@
+// The loader's in-process figures: a memory-cache hit and a disk-cache hit through the
+// public async API, and 1,000 concurrent loads of 10 URLs against a real HTTP origin in
+// this process, with the origin's request count and the loader's decode count recorded
+// as metrics (and checked: a run with the wrong counts fails).
+//
+//     cd Benchmarks && swift package benchmark
+import Benchmark
+import Foundation
+import ImageLoader
+import RasterImage
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration.maxDuration = .seconds(5)
+
+    Benchmark(
+        "Memory-cache hit, image(for:)",
+        configuration: .init(
+            metrics: [.wallClock, .throughput, .mallocCountTotal], timeUnits: .nanoseconds,
+            maxIterations: 1_000_000)
+    ) { benchmark in
+        let stage = try await Stage.shared.value
+        benchmark.startMeasurement()
+        let loaded = try await stage.memoryLoader.image(for: stage.urls[0])
+        benchmark.stopMeasurement()
+        try expect(loaded.source == .memory, "answered from \(loaded.source), not memory")
+    }
+
+    Benchmark(
+        "Memory-cache hit, image(for:), x1000",
+        configuration: .init(
+            metrics: [.wallClock, .throughput, .mallocCountTotal], timeUnits: .nanoseconds,
+            scalingFactor: .kilo, maxIterations: 1_000_000)
+    ) { benchmark in
+        let stage = try await Stage.shared.value
+        let url = stage.urls[0]
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            blackHole(try await stage.memoryLoader.image(for: url))
+        }
+        benchmark.stopMeasurement()
+    }
+
+    Benchmark(
+        "Memory-cache hit, thumbnail(for:) 256 px",
+        configuration: .init(
+            metrics: [.wallClock, .throughput, .mallocCountTotal], timeUnits: .nanoseconds,
+            maxIterations: 1_000_000)
+    ) { benchmark in
+        let stage = try await Stage.shared.value
+        benchmark.startMeasurement()
+        let loaded = try await stage.memoryLoader.thumbnail(for: stage.urls[0], options: Stage.thumbnailOptions)
+        benchmark.stopMeasurement()
+        try expect(loaded.source == .memory, "answered from \(loaded.source), not memory")
+    }
+
+    Benchmark(
+        "Disk-cache hit, thumbnail(for:) 256 px, memory cache off",
+        configuration: .init(
+            metrics: [.wallClock, .throughput, .mallocCountTotal], timeUnits: .microseconds, maxIterations: 100_000)
+    ) { benchmark in
+        let stage = try await Stage.shared.value
+        benchmark.startMeasurement()
+        let loaded = try await stage.diskLoader.thumbnail(for: stage.urls[0], options: Stage.thumbnailOptions)
+        benchmark.stopMeasurement()
+        try expect(loaded.source == .disk, "answered from \(loaded.source), not disk")
+        try expect(max(loaded.image.width, loaded.image.height) == 256, "a \(loaded.image.width) px thumbnail")
+    }
+
+    for product in ConcurrentProduct.allCases {
+        Benchmark(
+            "1000 concurrent loads of 10 URLs, \(product.rawValue), cold cache",
+            configuration: .init(
+                metrics: [.wallClock, .peakMemoryResident, .origin, .decodes, .resamples],
+                timeUnits: .milliseconds, maxDuration: .seconds(10), maxIterations: 30)
+        ) { benchmark in
+            let stage = try await Stage.shared.value
+            let loader = try stage.coldLoader()
+            let before = stage.origin.requests
+            benchmark.startMeasurement()
+            let failures = await loadConcurrently(loader, stage.urls, count: 1000, product: product)
+            benchmark.stopMeasurement()
+            let statistics = loader.statistics
+            let requests = stage.origin.requests - before
+            try await loader.shutdown()
+            try? FileManager.default.removeItem(atPath: loader.configuration.cacheDirectory ?? "")
+            benchmark.measurement(.origin, requests)
+            benchmark.measurement(.decodes, statistics.decodes)
+            benchmark.measurement(.resamples, statistics.thumbnailsMade)
+            try expect(failures == 0, "\(failures) loads failed")
+            try expect(requests == stage.urls.count, "\(requests) origin requests for \(stage.urls.count) URLs")
+            try expect(statistics.decodes == stage.urls.count, "\(statistics.decodes) decodes")
+            let resamples = product == .thumbnail ? stage.urls.count : 0
+            try expect(statistics.thumbnailsMade == resamples, "\(statistics.thumbnailsMade) resamples")
+        }
+    }
+}
+
+extension BenchmarkMetric {
+    static var origin: BenchmarkMetric { .custom("origin requests", useScalingFactor: false) }
+    static var decodes: BenchmarkMetric { .custom("decodes", useScalingFactor: false) }
+    static var resamples: BenchmarkMetric { .custom("resamples", useScalingFactor: false) }
+}
+
+enum ConcurrentProduct: String, CaseIterable, Sendable {
+    case image = "image(for:)"
+    case thumbnail = "thumbnail(for:) 256 px"
+}
+
+/// Starts `count` loads at once, cycling through `urls`; returns how many failed.
+func loadConcurrently(_ loader: ImageLoader, _ urls: [URL], count: Int, product: ConcurrentProduct) async -> Int {
+    await withTaskGroup(of: Bool.self) { group in
+        for index in 0..<count {
+            let url = urls[index % urls.count]
+            group.addTask {
+                switch product {
+                case .image: (try? await loader.image(for: url)) != nil
+                case .thumbnail: (try? await loader.thumbnail(for: url, options: Stage.thumbnailOptions)) != nil
+                }
+            }
+        }
+        var failures = 0
+        for await succeeded in group where !succeeded { failures += 1 }
+        return failures
+    }
+}
+
+struct BenchmarkFailure: Error, CustomStringConvertible {
+    let description: String
+}
+
+func expect(_ condition: Bool, _ message: @autoclosure () -> String) throws {
+    if !condition { throw BenchmarkFailure(description: message()) }
+}
+
+/// What every benchmark shares: the origin, its ten images, and loaders made warm once.
+final class Stage: Sendable {
+    static let shared = Task { try await Stage() }
+    static let thumbnailOptions = ThumbnailOptions(maxPixelSize: 256)
+
+    let origin: Origin
+    let urls: [URL]
+    /// Memory cache on; `urls[0]` and its thumbnail already loaded.
+    let memoryLoader: ImageLoader
+    /// Memory cache off; the thumbnail of `urls[0]` already on its disk.
+    let diskLoader: ImageLoader
+    private let root: String
+
+    private init() async throws {
+        root = NSTemporaryDirectory() + "imageloader-benchmarks-" + UUID().uuidString
+        // Ten photo-sized JPEGs, 1600x1200, q85, 4:2:0, made with the library's encoder.
+        var bodies: [String: [UInt8]] = [:]
+        for index in 0..<10 {
+            bodies["/image-\(index).jpg"] = try JPEGEncoder(quality: 85).encode(Stage.picture(seed: index))
+        }
+        let origin = try await Origin.start(serving: bodies)
+        self.origin = origin
+        urls = (0..<10).map { URL(string: "http://127.0.0.1:\(origin.port)/image-\($0).jpg")! }
+
+        memoryLoader = try ImageLoader(configuration: Stage.configuration(root + "/memory"))
+        _ = try await memoryLoader.image(for: urls[0])
+        _ = try await memoryLoader.thumbnail(for: urls[0], options: Stage.thumbnailOptions)
+
+        var disk = Stage.configuration(root + "/disk")
+        disk.cacheImagesInMemory = false
+        diskLoader = try ImageLoader(configuration: disk)
+        _ = try await diskLoader.thumbnail(for: urls[0], options: Stage.thumbnailOptions)
+    }
+
+    /// A loader on a new, empty cache folder.
+    func coldLoader() throws -> ImageLoader {
+        try ImageLoader(configuration: Stage.configuration(root + "/cold-" + UUID().uuidString))
+    }
+
+    private static func configuration(_ directory: String) -> ImageLoader.Configuration {
+        var configuration = ImageLoader.Configuration()
+        configuration.cacheDirectory = directory
+        return configuration
+    }
+
+    /// Smooth gradients with some texture, so the JPEG is neither trivial nor noise.
+    private static func picture(seed: Int) -> RasterImage {
+        let (width, height) = (1600, 1200)
+        var pixels = [UInt8](repeating: 255, count: width * height * 4)
+        for y in 0..<height {
+            for x in 0..<width {
+                let offset = (y * width + x) * 4
+                let wave = (x * (seed + 3) / 7 + y * 5 / (seed + 2)) & 63
+                pixels[offset] = UInt8((x * 255 / width + wave) & 255)
+                pixels[offset + 1] = UInt8((y * 255 / height + seed * 20) & 255)
+                pixels[offset + 2] = UInt8(((x + y) * 255 / (width + height) + wave / 2) & 255)
+            }
+        }
+        return RasterImage(width: width, height: height, pixels: pixels, hasAlpha: false)!
+    }
+}
