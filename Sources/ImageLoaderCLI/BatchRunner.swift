@@ -92,21 +92,14 @@ struct BatchRunner {
         let start = ContinuousClock.now
         var summary = BatchSummary()
         await withTaskGroup(of: (Int, Result<LoadedImage, ImageLoadingError>).self) { group in
+            // The next item to start. (Not a nested function that captures and mutates this
+            // counter: with Swift 6.3.1, the optimized build of that form started item 0
+            // every time; the debug build did not, and a small copy of it did not either.)
             var next = 0
-            func startNext() {
-                guard next < items.count else { return }
-                let index = next
+            while next < min(concurrency, items.count) {
+                group.addTask(operation: thumbnailTask(index: next, url: items[next].url))
                 next += 1
-                let (loader, options, url) = (self.loader, self.options, items[index].url)
-                group.addTask {
-                    do throws(ImageLoadingError) {
-                        return (index, .success(try await loader.thumbnail(for: url, options: options)))
-                    } catch {
-                        return (index, .failure(error))
-                    }
-                }
             }
-            for _ in 0..<min(concurrency, items.count) { startNext() }
             for await (index, result) in group {
                 let item = items[index]
                 switch result {
@@ -128,13 +121,29 @@ struct BatchRunner {
                     summary.failures.append((item.input, BatchRunner.reason(error)))
                     progress.finished(item.input, source: "failed", failed: true)
                 }
-                startNext()
+                if next < items.count {
+                    group.addTask(operation: thumbnailTask(index: next, url: items[next].url))
+                    next += 1
+                }
             }
         }
         progress.end()
         summary.elapsed = ContinuousClock.now - start
         summary.written.sort { $0.name < $1.name }
         return summary
+    }
+
+    private func thumbnailTask(index: Int, url: URL)
+        -> @Sendable () async -> (Int, Result<LoadedImage, ImageLoadingError>)
+    {
+        let (loader, options) = (self.loader, self.options)
+        return {
+            do throws(ImageLoadingError) {
+                return (index, .success(try await loader.thumbnail(for: url, options: options)))
+            } catch {
+                return (index, .failure(error))
+            }
+        }
     }
 
     /// The failure without its URL: the summary groups failures by it.

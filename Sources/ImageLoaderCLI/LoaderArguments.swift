@@ -37,16 +37,29 @@ struct LoaderArguments: ParsableArguments {
     @Option(help: "Seconds the whole request may take.")
     var timeout: Double?
 
+    @Option(
+        name: .customLong("memory-cache-mb"),
+        help: "MiB of decoded images kept in memory; 0 keeps none (default: an eighth of the memory available).")
+    var memoryCacheMB: Int?
+
     func validate() throws {
         if (user == nil) != (password == nil) { throw ValidationError("give --user and --password together") }
         if let timeout, timeout <= 0 { throw ValidationError("--timeout must be positive") }
+        if let memoryCacheMB, memoryCacheMB < 0 { throw ValidationError("--memory-cache-mb must be 0 or more") }
         if let maxErrorAttempts, maxErrorAttempts < 1 {
             throw ValidationError("--max-error-attempts must be 1 or more")
         }
     }
 
-    var configuration: ImageLoader.Configuration {
+    var configuration: ImageLoader.Configuration { configuration(memoryCacheDefaultMB: nil) }
+
+    /// The settings, with `memoryCacheDefaultMB` MiB of memory cache unless the user gave a size.
+    func configuration(memoryCacheDefaultMB: Int?) -> ImageLoader.Configuration {
         var configuration = ImageLoader.Configuration()
+        if let megabytes = memoryCacheMB ?? memoryCacheDefaultMB {
+            configuration.cacheImagesInMemory = megabytes > 0
+            configuration.memoryCache.maxBytes = megabytes << 20
+        }
         if let cacheDir { configuration.cacheDirectory = cacheDir }
         configuration.defaultCacheControlMaxAge = defaultMaxAge
         if let errorMaxAge { configuration.defaultCacheControlMaxAgeForErrors = errorMaxAge }
@@ -60,10 +73,10 @@ struct LoaderArguments: ParsableArguments {
     }
 
     /// Runs `body` with a loader, shutting it down afterwards (background work finished first).
-    func withLoader<R>(_ body: (ImageLoader) async throws -> R) async throws -> R {
+    func withLoader<R>(memoryCacheDefaultMB: Int? = nil, _ body: (ImageLoader) async throws -> R) async throws -> R {
         let loader: ImageLoader
         do {
-            loader = try ImageLoader(configuration: configuration)
+            loader = try ImageLoader(configuration: configuration(memoryCacheDefaultMB: memoryCacheDefaultMB))
         } catch {
             throw CommandFailure("cannot open the cache: \(error)")
         }
