@@ -29,13 +29,15 @@ final class StreamingResizer {
 
     private let boxWidth: Int
     private let boxHeight: Int
-    private let horizontal: ResampleWeights
-    private let vertical: ResampleWeights
-    /// Per box column: 1 / (pixels in the column group).
-    private let columnScale: [Float]
+    /// The horizontal taps, over box columns, each weight already divided by the
+    /// number of input columns its box column sums.
+    private let horizontal: TapTable
+    private let vertical: TapTable
 
+    /// The sums of the current box row.
     private let boxRow: UnsafeMutablePointer<SIMD4<Float>>
-    private let horizontalRow: UnsafeMutablePointer<SIMD4<Float>>
+    /// One output row being summed from the ring.
+    private let verticalRow: UnsafeMutablePointer<SIMD4<Float>>
     private let ring: UnsafeMutablePointer<SIMD4<Float>>
     private let ringCapacity: Int
 
@@ -50,8 +52,9 @@ final class StreamingResizer {
     private(set) var output: [UInt8]
 
     /// Box factors leave the kernel a reduction of at least 2 (when there is that much to do).
+    /// At most 32,768, so a box column's premultiplied sums (255 * 255 each) fit in an Int32.
     static func boxFactor(input: Int, output: Int) -> Int {
-        max(1, input / (output * 2))
+        min(32768, max(1, input / (output * 2)))
     }
 
     /// A resize of the whole image, or of the band `outputRows` of it (then only the
@@ -70,21 +73,24 @@ final class StreamingResizer {
         boxY = kernel == .box ? 1 : StreamingResizer.boxFactor(input: inputHeight, output: outputHeight)
         boxWidth = (inputWidth + boxX - 1) / boxX
         boxHeight = (inputHeight + boxY - 1) / boxY
-        horizontal = ResampleWeights(inputSize: boxWidth, outputSize: outputWidth, kernel: kernel)
-        vertical = ResampleWeights(inputSize: boxHeight, outputSize: outputHeight, kernel: kernel)
         let (width, boxX) = (inputWidth, boxX)
-        columnScale = (0..<boxWidth).map { 1 / Float(min(boxX, width - $0 * boxX)) }
+        horizontal = TapTable(
+            ResampleWeights(inputSize: boxWidth, outputSize: outputWidth, kernel: kernel),
+            inputScale: { 1 / Float(min(boxX, width - $0 * boxX)) })
+        let verticalWeights = ResampleWeights(inputSize: boxHeight, outputSize: outputHeight, kernel: kernel)
+        vertical = TapTable(verticalWeights)
         boxRow = .allocate(capacity: boxWidth)
         boxRow.initialize(repeating: .zero, count: boxWidth)
-        horizontalRow = .allocate(capacity: boxWidth)
-        ringCapacity = vertical.maxTaps + 1
+        verticalRow = .allocate(capacity: outputWidth)
+        verticalRow.initialize(repeating: .zero, count: outputWidth)
+        ringCapacity = vertical.stride + 1
         ring = .allocate(capacity: ringCapacity * outputWidth)
         ring.initialize(repeating: .zero, count: ringCapacity * outputWidth)
         let band = outputRows ?? 0..<outputHeight
         self.outputRows = band
-        let firstBoxRow = band.isEmpty ? 0 : vertical.starts[band.lowerBound]
-        let verticalTaps = vertical
-        let endBoxRow = band.map { verticalTaps.starts[$0] + verticalTaps.counts[$0] }.max() ?? firstBoxRow
+        let firstBoxRow = band.isEmpty ? 0 : verticalWeights.starts[band.lowerBound]
+        let endBoxRow =
+            band.map { verticalWeights.starts[$0] + verticalWeights.counts[$0] }.max() ?? firstBoxRow
         inputRows = (firstBoxRow * boxY)..<min(inputHeight, endBoxRow * boxY)
         inputRowsSeen = inputRows.lowerBound
         boxRowsDone = firstBoxRow
@@ -94,8 +100,10 @@ final class StreamingResizer {
 
     deinit {
         boxRow.deallocate()
-        horizontalRow.deallocate()
+        verticalRow.deallocate()
         ring.deallocate()
+        horizontal.deallocate()
+        vertical.deallocate()
     }
 
     /// Whether every input row has arrived.
@@ -149,22 +157,33 @@ final class StreamingResizer {
                 }
             }
         } else {
-            // Integer sums, premultiplied as integers (255 * 255 * box width fits easily),
+            // Integer sums, premultiplied as integers (255 * 255 * box width fits in an Int32),
             // converted to float once per box column instead of once per pixel.
             let scale: SIMD4<Float> = straight ? SIMD4(1 / 255, 1 / 255, 1 / 255, 1) : SIMD4(repeating: 1)
+            if boxX == 1 {
+                // No horizontal box: one pixel a column.
+                var p = UnsafeRawPointer(row)
+                for column in 0..<boxWidth {
+                    var v = SIMD4<Int32>(truncatingIfNeeded: p.loadUnaligned(as: SIMD4<UInt8>.self))
+                    if straight { v &*= SIMD4(v[3], v[3], v[3], 1) }
+                    boxRow[column] += SIMD4<Float>(v) * scale
+                    p += 4
+                }
+                return
+            }
             for column in 0..<boxWidth {
-                var sum = SIMD4<UInt32>.zero
+                var sum = SIMD4<Int32>.zero
                 var p = UnsafeRawPointer(row + column * boxX * 4)
                 let count = min(boxX, width - column * boxX)
                 if straight {
                     for _ in 0..<count {
-                        let v = SIMD4<UInt32>(truncatingIfNeeded: p.loadUnaligned(as: SIMD4<UInt8>.self))
+                        let v = SIMD4<Int32>(truncatingIfNeeded: p.loadUnaligned(as: SIMD4<UInt8>.self))
                         sum &+= v &* SIMD4(v[3], v[3], v[3], 1)
                         p += 4
                     }
                 } else {
                     for _ in 0..<count {
-                        sum &+= SIMD4<UInt32>(truncatingIfNeeded: p.loadUnaligned(as: SIMD4<UInt8>.self))
+                        sum &+= SIMD4<Int32>(truncatingIfNeeded: p.loadUnaligned(as: SIMD4<UInt8>.self))
                         p += 4
                     }
                 }
@@ -173,25 +192,32 @@ final class StreamingResizer {
         }
     }
 
-    /// Averages the box row, filters it horizontally into the ring, and emits every
-    /// output row whose taps have all arrived.
+    /// Filters the box row horizontally into the ring (averaging it on the way: the
+    /// column counts are in the weights, the row count here), and emits every output
+    /// row whose taps have all arrived.
     private func finishBoxRow() {
         let rowScale = 1 / Float(rowsInBox)
-        for column in 0..<boxWidth {
-            horizontalRow[column] = boxRow[column] * (columnScale[column] * rowScale)
-            boxRow[column] = .zero
-        }
         rowsInBox = 0
         let target = ring + (boxRowsDone % ringCapacity) * outputWidth
-        horizontal.weights.withUnsafeBufferPointer { weights in
-            for x in 0..<outputWidth {
-                let start = horizontal.starts[x]
-                let taps = weights.baseAddress! + x * horizontal.maxTaps
-                var sum = SIMD4<Float>.zero
-                for i in 0..<horizontal.counts[x] { sum += horizontalRow[start + i] * taps[i] }
-                target[x] = sum
+        let (source, taps) = (boxRow, horizontal)
+        for x in 0..<outputWidth {
+            var p = source + taps.starts[x]
+            var w = taps.weights + x * taps.stride
+            // Two sums, so consecutive taps do not wait on each other's additions.
+            var sum0 = SIMD4<Float>.zero
+            var sum1 = SIMD4<Float>.zero
+            var remaining = taps.counts[x]
+            while remaining >= 2 {
+                sum0 += p[0] * w[0]
+                sum1 += p[1] * w[1]
+                p += 2
+                w += 2
+                remaining -= 2
             }
+            if remaining == 1 { sum0 += p[0] * w[0] }
+            target[x] = (sum0 + sum1) * rowScale
         }
+        source.update(repeating: .zero, count: boxWidth)
         boxRowsDone += 1
         while nextOutputRow < outputRows.upperBound
             && vertical.starts[nextOutputRow] + vertical.counts[nextOutputRow] <= boxRowsDone
@@ -201,20 +227,25 @@ final class StreamingResizer {
         }
     }
 
+    /// Sums the ring's rows under output row `y`'s taps, one whole row per tap, and stores it.
     private func emit(_ y: Int) {
-        let start = vertical.starts[y]
-        let count = vertical.counts[y]
+        let (start, count, taps) = (vertical.starts[y], vertical.counts[y], vertical.weights + y * vertical.stride)
         let (width, capacity, straight, linear) = (outputWidth, ringCapacity, channels == .straightAlpha, linearLight)
-        vertical.weights.withUnsafeBufferPointer { weights in
-            output.withUnsafeMutableBufferPointer { out in
-                let taps = weights.baseAddress! + y * vertical.maxTaps
-                var o = out.baseAddress! + (y - outputRows.lowerBound) * width * 4
-                for x in 0..<width {
-                    var sum = SIMD4<Float>.zero
-                    for i in 0..<count { sum += ring[((start + i) % capacity) * width + x] * taps[i] }
-                    StreamingResizer.store(sum, into: o, straight: straight, linear: linear)
-                    o += 4
-                }
+        let sums = verticalRow
+        for i in 0..<count {
+            let row = ring + ((start + i) % capacity) * width
+            let weight = taps[i]
+            if i == 0 {
+                for x in 0..<width { sums[x] = row[x] * weight }
+            } else {
+                for x in 0..<width { sums[x] += row[x] * weight }
+            }
+        }
+        output.withUnsafeMutableBufferPointer { out in
+            var o = out.baseAddress! + (y - outputRows.lowerBound) * width * 4
+            for x in 0..<width {
+                StreamingResizer.store(sums[x], into: o, straight: straight, linear: linear)
+                o += 4
             }
         }
     }
@@ -245,6 +276,38 @@ final class StreamingResizer {
     func finish() -> [UInt8] {
         precondition(isComplete && nextOutputRow == outputRows.upperBound, "the resize did not receive every row")
         return output
+    }
+}
+
+/// A ``ResampleWeights`` laid out for the inner loops: raw memory, so reading a tap
+/// costs no bounds check and no reference counting. Owned by one resizer, which frees it.
+private struct TapTable {
+    let starts: UnsafeMutablePointer<Int>
+    let counts: UnsafeMutablePointer<Int>
+    /// `stride` weights per output.
+    let weights: UnsafeMutablePointer<Float>
+    let stride: Int
+
+    /// The taps of `table`, each weight multiplied by `inputScale` of the input it reads.
+    init(_ table: ResampleWeights, inputScale: (Int) -> Float = { _ in 1 }) {
+        stride = table.maxTaps
+        starts = .allocate(capacity: table.outputSize)
+        starts.initialize(from: table.starts, count: table.outputSize)
+        counts = .allocate(capacity: table.outputSize)
+        counts.initialize(from: table.counts, count: table.outputSize)
+        weights = .allocate(capacity: table.weights.count)
+        weights.initialize(from: table.weights, count: table.weights.count)
+        for output in 0..<table.outputSize {
+            for tap in 0..<table.counts[output] {
+                weights[output * stride + tap] *= inputScale(table.starts[output] + tap)
+            }
+        }
+    }
+
+    func deallocate() {
+        starts.deallocate()
+        counts.deallocate()
+        weights.deallocate()
     }
 }
 
