@@ -77,7 +77,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=11)
     parser.add_argument("--inputs", default=os.environ.get("BENCH_DIR", "/tmp/bench"))
-    parser.add_argument("--tool", default=os.environ.get("IMAGELOADER", os.path.join(ROOT, ".build-static/release/imageloader")))
+    parser.add_argument("--tool", default=os.environ.get("IMAGELOADER", os.path.join(ROOT, ".build-release/release/imageloader")))
     args = parser.parse_args()
     if not os.access(args.tool, os.X_OK):
         sys.exit(f"batch_compare: {args.tool} is not an executable (see README.md, Performance)")

@@ -42,7 +42,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--inputs", default=os.environ.get("BENCH_DIR", "/tmp/bench"))
-    parser.add_argument("--tool", default=os.environ.get("IMAGELOADER", os.path.join(ROOT, ".build-static/release/imageloader")))
+    parser.add_argument("--tool", default=os.environ.get("IMAGELOADER", os.path.join(ROOT, ".build-release/release/imageloader")))
     parser.add_argument("--pngdec", default=os.path.join(ROOT, "..", "shared", "bench", "tools", "pngdec"))
     args = parser.parse_args()
     for path in (args.tool, args.pngdec):

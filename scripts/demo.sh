@@ -5,7 +5,6 @@
 # contact sheet written to demo-output/. Extra arguments go to `imageloader demo`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-bash scripts/install-system-libraries.sh
-swift build -c release --product imageloader
+bash scripts/build-release.sh
 rm -rf demo-output
-.build/release/imageloader demo --out demo-output "$@"
+.build-release/release/imageloader demo --out demo-output "$@"

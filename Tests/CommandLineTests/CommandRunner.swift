@@ -16,8 +16,12 @@ enum Command {
         .deletingLastPathComponent()
     static let fixtures = repository.appendingPathComponent("Fixtures").path
 
-    /// The executable next to the test bundle (the build products folder).
+    /// The executable next to the test bundle (the build products folder), or the one
+    /// named by `IMAGELOADER_EXECUTABLE` (to test a release build).
     static let executable: URL = {
+        if let path = ProcessInfo.processInfo.environment["IMAGELOADER_EXECUTABLE"], !path.isEmpty {
+            return URL(fileURLWithPath: path, relativeTo: repository)
+        }
         let candidates = [
             Bundle.main.bundleURL.appendingPathComponent("imageloader"),
             Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("imageloader"),
