@@ -1,15 +1,13 @@
 import ArgumentParser
-import Dispatch
 import ImageLoader
 import RasterImage
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 @main
-struct ImageLoaderCommand: ParsableCommand {
+struct ImageLoaderCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "imageloader",
         abstract: "Load, decode, validate and thumbnail images, with caches that follow HTTP's rules.",
@@ -21,17 +19,11 @@ struct ImageLoaderCommand: ParsableCommand {
 
     /// Runs the command. Failures end with exit code 1 and one line on stderr; usage
     /// mistakes keep ArgumentParser's usage message and code.
-    ///
-    /// A synchronous entry point on purpose: an async `main` parks the main thread in
-    /// `dispatch_main`, which ends it with `pthread_exit`, a forced unwind that reads the
-    /// executable's unwind tables (about 0.6 MB more resident memory for a thumbnail).
-    /// Async commands run on the cooperative pool while the main thread, which is not
-    /// one of the pool's threads and has no main-actor work to do, waits for them.
-    static func main() {
+    static func main() async {
         do {
             var command = try parseAsRoot()
-            if let asyncCommand = command as? AsyncParsableCommand {
-                try runAndWait(asyncCommand)
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
             } else {
                 try command.run()
             }
@@ -51,24 +43,6 @@ struct ImageLoaderCommand: ParsableCommand {
             exit(withError: error)
         }
     }
-}
-
-/// Runs an async command to its end, blocking the calling (main) thread until it has.
-private func runAndWait(_ command: sending any AsyncParsableCommand) throws {
-    let outcome = Mutex<Result<Void, any Error>?>(nil)
-    let finished = DispatchSemaphore(value: 0)
-    Task {
-        var command = command
-        do {
-            try await command.run()
-            outcome.withLock { $0 = .success(()) }
-        } catch {
-            outcome.withLock { $0 = .failure(error) }
-        }
-        finished.signal()
-    }
-    finished.wait()
-    try outcome.withLock { $0 }?.get()
 }
 
 /// A failure the command reports in one line.

@@ -78,6 +78,19 @@ struct ThumbnailPipelineTests {
         }
     }
 
+
+    @Test("a box wider than 32,768 pixels is capped, so its integer sums cannot overflow")
+    func widestBox() {
+        // 100,000 white pixels in one row, averaged into one: a box factor of 50,000
+        // uncapped, whose premultiplied sums (255 * 255 each) would pass Int32.max.
+        let width = 100_000
+        let image = RasterImage(width: width, height: 1, pixels: [UInt8](repeating: 255, count: width * 4))!
+        #expect(StreamingResizer.boxFactor(input: width, output: 1) == 32_768)
+        for kernel in [ResamplingKernel.lanczos3, .bilinear] {
+            let dot = image.resized(width: 1, height: 1, kernel: kernel)
+            #expect(dot.pixels == [255, 255, 255, 255], "\(kernel)")
+        }
+    }
     @Test("a large resize split across cores gives what one band gives")
     func parallelBandsAgree() throws {
         var generator = SeededGenerator(seed: 7)
