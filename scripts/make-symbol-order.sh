@@ -60,4 +60,7 @@ for path in glob.glob(work + "/cg.*"):
             functions.add(re.sub(r"'\d+$", "", names[ident]))
 print("\n".join(sorted(functions)))
 PY
-echo "make-symbol-order: $(wc -l < scripts/imageloader.order) functions in scripts/imageloader.order"
+# The order file is not an input SwiftPM tracks: remove the executable so the next build links again.
+rm -f .build-release/release/imageloader
+echo "make-symbol-order: $(wc -l < scripts/imageloader.order) functions in scripts/imageloader.order;" \
+  "run scripts/build-release.sh to link with it"
