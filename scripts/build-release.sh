@@ -11,7 +11,7 @@
 #                              arguments ask for all of them): less for the loader to map
 #   pack-relative-relocs       the 130,000 relative relocations in compact form (DT_RELR,
 #                              with glibc 2.36 or later): 3 MB less to read at start-up
-# The first build takes about 10 minutes on 2 cores; later ones seconds to minutes.
+# The first build takes about 6 minutes on 2 cores; later ones seconds to minutes.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/install-system-libraries.sh

@@ -51,8 +51,6 @@ struct LoaderArguments: ParsableArguments {
         }
     }
 
-    var configuration: ImageLoader.Configuration { configuration(memoryCacheDefaultMB: nil) }
-
     /// The settings, with `memoryCacheDefaultMB` MiB of memory cache unless the user gave a size.
     func configuration(memoryCacheDefaultMB: Int?) -> ImageLoader.Configuration {
         var configuration = ImageLoader.Configuration()

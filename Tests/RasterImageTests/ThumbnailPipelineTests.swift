@@ -78,7 +78,6 @@ struct ThumbnailPipelineTests {
         }
     }
 
-
     @Test("a box wider than 32,768 pixels is capped, so its integer sums cannot overflow")
     func widestBox() {
         // 100,000 white pixels in one row, averaged into one: a box factor of 50,000
@@ -91,6 +90,7 @@ struct ThumbnailPipelineTests {
             #expect(dot.pixels == [255, 255, 255, 255], "\(kernel)")
         }
     }
+
     @Test("a large resize split across cores gives what one band gives")
     func parallelBandsAgree() throws {
         var generator = SeededGenerator(seed: 7)
