@@ -52,6 +52,7 @@ public final class ImageLoader: Sendable {
         } else {
             var http = HTTPDataLoader.Configuration()
             http.connectTimeout = configuration.connectTimeout
+            http.readTimeout = configuration.readTimeout
             http.timeout = configuration.timeout
             http.maxResponseBytes = configuration.maxResponseBytes
             http.maxRedirects = configuration.maxRedirects
@@ -116,6 +117,7 @@ public final class ImageLoader: Sendable {
     }
 
     private func stream(_ url: URL, product: LoadProduct, options: LoadOptions) -> AsyncStream<ImageLoadEvent> {
+        let url = url.droppingFragment
         let cacheKey = product.cacheKey(for: url)
         if options.cachePolicy == .useCache, let image = context.freshInMemory(cacheKey) {
             context.metrics.memoryHit()
@@ -148,6 +150,7 @@ public final class ImageLoader: Sendable {
     private func first(_ url: URL, product: LoadProduct, options: LoadOptions) async throws(ImageLoadingError)
         -> LoadedImage
     {
+        let url = url.droppingFragment
         if options.cachePolicy == .useCache, let image = context.freshInMemory(product.cacheKey(for: url)) {
             context.metrics.memoryHit()
             return LoadedImage(image: image, source: .memory, url: url)
@@ -164,18 +167,18 @@ public final class ImageLoader: Sendable {
     /// The image in the memory cache for `url`, if there is one, without waiting:
     /// for code that cannot await. Its freshness is not checked.
     public func peek(_ url: URL) -> RasterImage? {
-        memoryCache?.peek(url.absoluteString)
+        memoryCache?.peek(url.droppingFragment.absoluteString)
     }
 
     /// Whether the last load of `url` failed (and has not succeeded since), without
     /// waiting: a reused list cell can show a placeholder instead of retrying.
     public func failedToFetch(_ url: URL) -> Bool {
-        context.recentFailures.failure(for: url.absoluteString) != nil
+        context.recentFailures.failure(for: url.droppingFragment.absoluteString) != nil
     }
 
     /// Loads `urls` at the lowest priority, with no caller, to fill the caches.
     public func prefetch(_ urls: [URL]) async {
-        for url in urls {
+        for url in urls.map(\.droppingFragment) {
             if context.freshInMemory(url.absoluteString) != nil { continue }
             let context = self.context
             let options = LoadOptions(priority: .veryLow)
@@ -191,7 +194,7 @@ public final class ImageLoader: Sendable {
 
     /// Cancels the prefetches of `urls` that no caller has joined.
     public func cancelPrefetching(_ urls: [URL]) async {
-        for url in urls {
+        for url in urls.map(\.droppingFragment) {
             await pipeline.cancelPrefetch(key: LoadOptions.CachePolicy.useCache.rawValue + " " + url.absoluteString)
         }
     }
@@ -201,7 +204,7 @@ public final class ImageLoader: Sendable {
     public func setPriority(_ priority: LoadPriority, for url: URL, cachePolicy: LoadOptions.CachePolicy = .useCache)
         async
     {
-        await pipeline.setPriority(priority, key: cachePolicy.rawValue + " " + url.absoluteString)
+        await pipeline.setPriority(priority, key: cachePolicy.rawValue + " " + url.droppingFragment.absoluteString)
     }
 
     /// What the loader has done so far: hits, misses, requests, bytes, decodes.
@@ -226,5 +229,16 @@ public final class ImageLoader: Sendable {
         diskCache?.flush()
         try await dataLoader.shutdown()
         try await workers.shutdown()
+    }
+}
+
+extension URL {
+    /// The URL without its fragment (`#...`): a fragment is never sent, so it names the
+    /// same resource, and must not make a cache key of its own (`U#thumbnail(...)` would
+    /// otherwise reach the key of another product of `U`).
+    var droppingFragment: URL {
+        let text = absoluteString
+        guard let hash = text.firstIndex(of: "#") else { return self }
+        return URL(string: String(text[..<hash])) ?? self
     }
 }

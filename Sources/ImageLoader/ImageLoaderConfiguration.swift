@@ -41,13 +41,16 @@ extension ImageLoader {
 
         // MARK: HTTP
 
-        /// Sent with every request.
+        /// Sent with every request; Authorization, Proxy-Authorization and Cookie only to
+        /// the origin asked for, never to another origin after a redirect.
         public var requestHeaders: [HeaderField] = []
         /// Basic authentication, sent only to the origin of the URL asked for, never to
         /// another origin after a redirect.
         public var credentials: (user: String, password: String)?
         public var connectTimeout: Duration = .seconds(10)
-        /// The whole request, redirects included.
+        /// The longest wait for the next bytes of a response.
+        public var readTimeout: Duration = .seconds(30)
+        /// The whole request, redirects and every body byte included.
         public var timeout: Duration = .seconds(60)
         public var maxResponseBytes = 50 << 20
         public var maxRedirects = 5

@@ -15,8 +15,12 @@ public struct ImageLoadingError: Error, Sendable, Hashable, CustomStringConverti
         case httpStatus(Int)
         /// The connection failed (refused, reset, DNS, TLS, ...).
         case network(String)
-        /// The connect timeout or the total timeout passed.
+        /// The connect timeout, the read (idle) timeout or the total timeout passed.
         case timeout
+        /// The response broke HTTP: header fields past the size limit, a body shorter
+        /// than its Content-Length, a malformed message, a 304 to a request that had no
+        /// validators.
+        case invalidResponse(String)
         /// The body is larger than ``ImageLoader/Configuration/maxResponseBytes``.
         case responseTooLarge(limit: Int)
         /// More redirects than ``ImageLoader/Configuration/maxRedirects``.
@@ -59,6 +63,7 @@ public struct ImageLoadingError: Error, Sendable, Hashable, CustomStringConverti
         case .httpStatus(let status): text = "HTTP status \(status)"
         case .network(let message): text = "network error: \(message)"
         case .timeout: text = "timed out"
+        case .invalidResponse(let message): text = "invalid response: \(message)"
         case .responseTooLarge(let limit): text = "response larger than \(limit) bytes"
         case .tooManyRedirects(let limit): text = "more than \(limit) redirects"
         case .contentType(let error): text = error.description

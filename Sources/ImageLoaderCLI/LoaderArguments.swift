@@ -44,7 +44,9 @@ struct LoaderArguments: ParsableArguments {
 
     func validate() throws {
         if (user == nil) != (password == nil) { throw ValidationError("give --user and --password together") }
-        if let timeout, timeout <= 0 { throw ValidationError("--timeout must be positive") }
+        if let timeout, !(timeout > 0 && timeout <= 86_400) {
+            throw ValidationError("--timeout must be between 0 and 86400 seconds")
+        }
         if let memoryCacheMB, memoryCacheMB < 0 { throw ValidationError("--memory-cache-mb must be 0 or more") }
         if let maxErrorAttempts, maxErrorAttempts < 1 {
             throw ValidationError("--max-error-attempts must be 1 or more")

@@ -19,39 +19,39 @@ struct ThumbnailPipelineTests {
     }
 
     @Test("JPEG shrinks in the DCT as far as leaves 2x for the kernel, or as far as it can when asked")
-    func jpegShrinkFactor() {
-        let target = ThumbnailGeometry(
+    func jpegShrinkFactor() throws {
+        let target = try ThumbnailGeometry(
             sourceWidth: 6000, sourceHeight: 4000, orientation: .up, options: ThumbnailOptions(maxPixelSize: 256))
         #expect((target.scaledWidth, target.scaledHeight) == (256, 171))
         // 6000 / 8 = 750 leaves 2.9x: the largest reduction libjpeg has.
         #expect(
             ShrinkOnLoad.factor(width: 6000, height: 4000, target: target, mode: .quality, choices: [8, 4, 2]) == 8)
-        let near = ThumbnailGeometry(
+        let near = try ThumbnailGeometry(
             sourceWidth: 1000, sourceHeight: 800, orientation: .up, options: ThumbnailOptions(maxPixelSize: 200))
         // 1000 / 4 = 250 is not twice 200; 1000 / 2 = 500 is.
         #expect(ShrinkOnLoad.factor(width: 1000, height: 800, target: near, mode: .quality, choices: [8, 4, 2]) == 2)
         #expect(ShrinkOnLoad.factor(width: 1000, height: 800, target: near, mode: .fastest, choices: [8, 4, 2]) == 4)
-        let larger = ThumbnailGeometry(
+        let larger = try ThumbnailGeometry(
             sourceWidth: 100, sourceHeight: 80, orientation: .up, options: ThumbnailOptions(maxPixelSize: 200))
         #expect(ShrinkOnLoad.factor(width: 100, height: 80, target: larger, mode: .fastest, choices: [8, 4, 2]) == 1)
     }
 
     @Test("the box is fitted to the upright image, and fill crops to it exactly")
-    func geometry() {
-        let turned = ThumbnailGeometry(
+    func geometry() throws {
+        let turned = try ThumbnailGeometry(
             sourceWidth: 600, sourceHeight: 400, orientation: .right, options: ThumbnailOptions(width: 100, height: 300)
         )
         // Upright it is 400x600: fits 100 wide, 150 high; stored it is the other way round.
         #expect((turned.scaledWidth, turned.scaledHeight) == (150, 100))
-        let fill = ThumbnailGeometry(
+        let fill = try ThumbnailGeometry(
             sourceWidth: 600, sourceHeight: 400, orientation: .up,
             options: ThumbnailOptions(maxPixelSize: 100, fit: .fill))
         #expect((fill.scaledWidth, fill.scaledHeight) == (150, 100))
         #expect((fill.croppedWidth, fill.croppedHeight) == (100, 100))
         var up = ThumbnailOptions(maxPixelSize: 1000)
-        #expect(ThumbnailGeometry(sourceWidth: 60, sourceHeight: 40, orientation: .up, options: up).scaledWidth == 60)
+        #expect(try ThumbnailGeometry(sourceWidth: 60, sourceHeight: 40, orientation: .up, options: up).scaledWidth == 60)
         up.allowsUpscaling = true
-        #expect(ThumbnailGeometry(sourceWidth: 60, sourceHeight: 40, orientation: .up, options: up).scaledWidth == 1000)
+        #expect(try ThumbnailGeometry(sourceWidth: 60, sourceHeight: 40, orientation: .up, options: up).scaledWidth == 1000)
     }
 
     @Test("without applying orientation, the stored orientation stays in the metadata")
@@ -103,7 +103,7 @@ struct ThumbnailPipelineTests {
             inputWidth: width, inputHeight: height, outputWidth: 800, outputHeight: 600, kernel: .lanczos3,
             channels: .straightAlpha, linearLight: false)
         pixels.withUnsafeBufferPointer { source in
-            for y in 0..<height { single.consume(source.baseAddress! + y * width * 4) }
+            for y in 0..<height { single.consume(source.baseAddress! + y * width * 4, at: y) }
         }
         #expect(800 * 600 >= RasterImage.parallelResizeThreshold)
         #expect(banded.pixels == single.finish())

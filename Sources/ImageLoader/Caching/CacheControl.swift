@@ -1,4 +1,5 @@
 import Foundation
+import RasterImage
 
 /// The Cache-Control directives a private cache acts on (RFC 9111 §5.2, RFC 5861,
 /// RFC 8246), parsed leniently: names are case-insensitive, values may be quoted,
@@ -35,10 +36,14 @@ struct CacheControl: Equatable, Sendable {
         }
     }
 
-    /// delta-seconds: digits only; values too large to hold are capped (RFC 9111 §1.2.2).
-    private static func seconds(_ text: String) -> Int? {
-        guard !text.isEmpty, text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber) else { return nil }
-        return Int(text) ?? Int(Int32.max)
+    /// The largest delta-seconds kept: 2^31, as RFC 9111 §1.2.2 allows for values
+    /// too large to hold, so later sums of ages and lifetimes cannot overflow.
+    static let maxDeltaSeconds = 1 << 31
+
+    /// delta-seconds: digits only; values past ``maxDeltaSeconds`` are capped to it.
+    static func seconds(_ text: String) -> Int? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return Checked.decimal(text, limit: maxDeltaSeconds) ?? maxDeltaSeconds
     }
 
     /// "a, b=1, c=\"x, y\"" into (name, argument) pairs, honouring quotes.

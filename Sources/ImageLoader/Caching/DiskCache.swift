@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import RasterImage
 import Synchronization
 
 #if canImport(Glibc)
@@ -430,13 +431,16 @@ enum EntryFile {
 
     static func decode(_ bytes: [UInt8]) -> (StoredResponse, [UInt8])? {
         guard bytes.count >= headerSize, Array(bytes[0..<4]) == magic else { return nil }
-        let metadataLength = bytes[4..<8].reversed().reduce(0) { $0 << 8 | Int($1) }
+        let metadataLength = bytes[4..<8].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let bodyLength = bytes[8..<16].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        guard bodyLength < UInt64(Int.max), headerSize + metadataLength + Int(bodyLength) == bytes.count else {
+        // Lengths from the file: a corrupted entry may hold any value, so they are summed checked.
+        guard let metadataCount = Checked.int(metadataLength), let bodyCount = Checked.int(bodyLength),
+            let total = Checked.sum(headerSize, metadataCount, bodyCount), total == bytes.count
+        else {
             return nil
         }
-        let metadata = Data(bytes[headerSize..<(headerSize + metadataLength)])
+        let metadata = Data(bytes[headerSize..<(headerSize + metadataCount)])
         guard let response = try? JSONDecoder().decode(StoredResponse.self, from: metadata) else { return nil }
-        return (response, Array(bytes[(headerSize + metadataLength)...]))
+        return (response, Array(bytes[(headerSize + metadataCount)...]))
     }
 }

@@ -56,7 +56,10 @@ struct HTTPCachePolicy: Sendable {
     /// gave it, corrected for the request's round trip, plus the time it has spent here.
     func currentAge(_ response: StoredResponse, now: Date) -> TimeInterval {
         let apparentAge = max(0, response.responseTime.timeIntervalSince(dateValue(response)))
-        let ageValue = response.value("Age").flatMap { TimeInterval($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+        // Age is delta-seconds; anything else ("inf", "-5", "1e9") is invalid and ignored.
+        let ageValue =
+            response.value("Age").flatMap { CacheControl.seconds($0.trimmingCharacters(in: .whitespaces)) }
+            .map(TimeInterval.init) ?? 0
         let responseDelay = max(0, response.responseTime.timeIntervalSince(response.requestTime))
         let correctedInitialAge = max(apparentAge, ageValue + responseDelay)
         let residentTime = max(0, now.timeIntervalSince(response.responseTime))

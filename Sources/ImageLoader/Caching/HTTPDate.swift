@@ -1,9 +1,14 @@
 import Foundation
+import RasterImage
 
 /// HTTP dates (RFC 9110 §5.6.7): IMF-fixdate to write, and the two obsolete forms
 /// (RFC 850 and asctime) also read, as recipients must. Parsed by hand: no locale,
 /// no date formatter, nothing that can read a date differently on another machine.
+/// Every field is digits of a bounded length, the year is 1970...9999: anything else
+/// is not a date (`nil`), never an overflow.
 enum HTTPDate {
+    /// The years read; outside them a date is invalid (RFC 9110's four-digit year).
+    static let years = 1970...9999
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
     private static let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]  // 1970-01-01 was a Thursday
 
@@ -18,28 +23,31 @@ enum HTTPDate {
         var year: Int?
         var time: [Int]?
         if fields.count == 6, fields[5] == "GMT" {
-            day = Int(fields[1])
+            day = Checked.decimal(fields[1], limit: 31)
             month = months.firstIndex(of: fields[2].lowercased())
-            year = Int(fields[3]).map { value in
-                // RFC 850's two-digit years: the closest century, read as RFC 9110 asks.
+            // RFC 850's two-digit years: the closest century, read as RFC 9110 asks.
+            year = Checked.decimal(fields[3], limit: years.upperBound).map { value in
                 fields[3].count == 2 ? (value >= 70 ? 1900 + value : 2000 + value) : value
             }
             time = clock(fields[4])
         } else if fields.count == 5 {
             month = months.firstIndex(of: fields[1].lowercased())
-            day = Int(fields[2])
+            day = Checked.decimal(fields[2], limit: 31)
             time = clock(fields[3])
-            year = Int(fields[4])
+            year = Checked.decimal(fields[4], limit: years.upperBound)
         }
-        guard let day, let month, let year, let time, (1...31).contains(day), year >= 1970 else { return nil }
+        guard let day, let month, let year, let time, (1...31).contains(day), years.contains(year) else { return nil }
+        // In range, so none of this can overflow: at most 8,035 years of seconds.
         let days = daysFromCivil(year: year, month: month + 1, day: day)
         let seconds = days * 86_400 + time[0] * 3_600 + time[1] * 60 + time[2]
         return Date(timeIntervalSince1970: TimeInterval(seconds))
     }
 
     /// IMF-fixdate, the form HTTP senders must use.
+    /// Dates outside ``years`` are written as its first or last second.
     static func format(_ date: Date) -> String {
-        let seconds = Int(date.timeIntervalSince1970.rounded(.down))
+        let last = 253_402_300_799  // 9999-12-31 23:59:59
+        let seconds = Checked.clampedInt(date.timeIntervalSince1970.rounded(.down), to: 0...last) ?? 0
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
         let (year, month, day) = civilFromDays(days)
@@ -51,8 +59,9 @@ enum HTTPDate {
     }
 
     private static func clock(_ text: String) -> [Int]? {
-        let parts = text.split(separator: ":").compactMap { Int($0) }
-        guard parts.count == 3, (0...23).contains(parts[0]), (0...59).contains(parts[1]), (0...60).contains(parts[2])
+        let fields = text.split(separator: ":", omittingEmptySubsequences: false)
+        let parts = fields.compactMap { Checked.decimal($0, limit: 99) }
+        guard fields.count == 3, parts.count == 3, fields.allSatisfy({ (1...2).contains($0.count) }), (0...23).contains(parts[0]), (0...59).contains(parts[1]), (0...60).contains(parts[2])
         else {
             return nil
         }

@@ -4,17 +4,26 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOSSL
+import RasterImage
 
-/// HTTP through AsyncHTTPClient: one client, redirects followed here (so credentials
-/// are sent to the first origin only), a connect timeout, a total timeout over the
-/// whole redirect chain, and a cap on the body checked as it streams in.
+/// HTTP through AsyncHTTPClient: one client, redirects followed here (so credentials,
+/// and header fields that carry them, are sent to the first origin only), a connect
+/// timeout, a read (idle) timeout, a total deadline over the whole redirect chain and
+/// every body byte, and caps on the header fields and on the body, checked as they arrive.
 public final class HTTPDataLoader: DataLoading {
     public struct Configuration: Sendable {
         public var connectTimeout: Duration = .seconds(10)
-        /// From the first byte sent to the last received, redirects included.
+        /// The longest wait for the next bytes of a response (sub-second values work).
+        public var readTimeout: Duration = .seconds(30)
+        /// From the first byte sent to the last body byte received, redirects included.
         public var timeout: Duration = .seconds(60)
         public var maxResponseBytes = 50 << 20
+        /// The most bytes of header fields (names and values) a response may have.
+        public var maxHeaderBytes = 64 << 10
         public var maxRedirects = 5
+        /// Request header fields sent only to the origin of the URL asked for, dropped
+        /// when a redirect leads to another origin (lowercased names).
+        public var sameOriginHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
         /// Basic authentication, sent only to the origin of the URL asked for.
         public var credentials: (user: String, password: String)?
         /// Accept any TLS certificate. Off by default; for tests and closed networks only.
@@ -33,12 +42,13 @@ public final class HTTPDataLoader: DataLoading {
         self.logger = logger
         var tls = TLSConfiguration.makeClientConfiguration()
         if configuration.trustAnySSLCertificate { tls.certificateVerification = .none }
-        let connect = TimeAmount.nanoseconds(Int64(configuration.connectTimeout.components.seconds) * 1_000_000_000)
         client = HTTPClient(
             eventLoopGroupProvider: .singleton,
             configuration: HTTPClient.Configuration(
                 tlsConfiguration: tls, redirectConfiguration: .disallow,
-                timeout: HTTPClient.Configuration.Timeout(connect: connect),
+                // NIO's Duration conversion keeps sub-second parts and clamps instead of overflowing.
+                timeout: HTTPClient.Configuration.Timeout(
+                    connect: TimeAmount(configuration.connectTimeout), read: TimeAmount(configuration.readTimeout)),
                 decompression: .disabled))
     }
 
@@ -50,20 +60,42 @@ public final class HTTPDataLoader: DataLoading {
         -> DataResponse
     {
         let key = request.url.absoluteString
+        let timeout = TimeAmount(configuration.timeout)
+        let deadline = NIODeadline.now() + timeout
+        // AsyncHTTPClient's deadline covers the response head only: the body races a
+        // timer, so a body that trickles in (or never ends) fails at the deadline.
+        return try await withThrowingTaskGroup(of: DataResponse?.self) { group in
+            group.addTask { try await self.exchange(request, deadline: deadline, progress: progress) }
+            group.addTask {
+                try await Task.sleep(nanoseconds: UInt64(max(0, timeout.nanoseconds)))
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let response = first else {
+                throw ImageLoadingError(.timeout, url: key)
+            }
+            return response
+        }
+    }
+
+    /// The request, its redirects and the final response's body.
+    private func exchange(
+        _ request: DataRequest, deadline: NIODeadline, progress: @escaping @Sendable (Int, Int?) -> Void
+    ) async throws -> DataResponse {
+        let key = request.url.absoluteString
         let origin = Origin(request.url)
-        let deadline =
-            NIODeadline.now()
-            + .nanoseconds(
-                Int64(configuration.timeout.components.seconds) * 1_000_000_000
-                    + configuration.timeout.components.attoseconds / 1_000_000_000)
         var url = request.url
         var redirects = 0
         let requestTime = configuration.clock()
         while true {
             var outgoing = HTTPClientRequest(url: url.absoluteString)
             outgoing.method = .GET
-            for field in request.headers { outgoing.headers.add(name: field.name, value: field.value) }
-            if let credentials = configuration.credentials, Origin(url) == origin {
+            let sameOrigin = Origin(url) == origin
+            for field in request.headers
+            where sameOrigin || !configuration.sameOriginHeaders.contains(field.name.lowercased()) {
+                outgoing.headers.add(name: field.name, value: field.value)
+            }
+            if let credentials = configuration.credentials, sameOrigin {
                 let token = Data("\(credentials.user):\(credentials.password)".utf8).base64EncodedString()
                 outgoing.headers.replaceOrAdd(name: "Authorization", value: "Basic \(token)")
             }
@@ -73,6 +105,11 @@ public final class HTTPDataLoader: DataLoading {
             } catch {
                 throw HTTPDataLoader.map(error, url: key)
             }
+            let headerBytes = response.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count }
+            guard headerBytes <= configuration.maxHeaderBytes else {
+                throw ImageLoadingError(
+                    .invalidResponse("header fields larger than \(configuration.maxHeaderBytes) bytes"), url: key)
+            }
             let status = Int(response.status.code)
             if [301, 302, 303, 307, 308].contains(status), let location = response.headers.first(name: "Location") {
                 redirects += 1
@@ -80,13 +117,14 @@ public final class HTTPDataLoader: DataLoading {
                     throw ImageLoadingError(.tooManyRedirects(limit: configuration.maxRedirects), url: key)
                 }
                 guard let next = URL(string: location, relativeTo: url)?.absoluteURL,
-                    next.scheme == "http" || next.scheme == "https"
+                    next.scheme == "http" || next.scheme == "https", next.host != nil
                 else { throw ImageLoadingError(.unsupportedURL, url: location) }
                 logger.debug("redirect", metadata: ["from": "\(url)", "to": "\(next)", "status": "\(status)"])
                 url = next
                 continue
             }
-            let expected = response.headers.first(name: "Content-Length").flatMap(Int.init)
+            // Digits only: "-1", "+5" or a number past Int.max is no length at all.
+            let expected = response.headers.first(name: "Content-Length").flatMap { Checked.decimal($0) }
             if let expected, expected > configuration.maxResponseBytes {
                 throw ImageLoadingError(.responseTooLarge(limit: configuration.maxResponseBytes), url: key)
             }
@@ -105,6 +143,10 @@ public final class HTTPDataLoader: DataLoading {
             } catch {
                 throw HTTPDataLoader.map(error, url: key)
             }
+            if let expected, status != 304, status != 204, expected != body.count {
+                throw ImageLoadingError(
+                    .invalidResponse("\(body.count) body bytes for a Content-Length of \(expected)"), url: key)
+            }
             let headers = response.headers.map { HeaderField($0.name, $0.value) }
             return DataResponse(
                 url: url, status: status, headers: headers, body: body, requestTime: requestTime,
@@ -122,9 +164,14 @@ public final class HTTPDataLoader: DataLoading {
                 return ImageLoadingError(.cancelled, url: url)
             case .alreadyShutdown:
                 return ImageLoadingError(.shutDown, url: url)
+            case .remoteConnectionClosed:
+                return ImageLoadingError(.invalidResponse("the connection closed before the response ended"), url: url)
             default:
                 break
             }
+        }
+        if let parser = error as? HTTPParserError {
+            return ImageLoadingError(.invalidResponse("malformed HTTP (\(parser))"), url: url)
         }
         return ImageLoadingError(.network(String(describing: error)), url: url)
     }

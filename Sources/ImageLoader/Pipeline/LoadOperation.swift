@@ -106,7 +106,7 @@ struct LoadOperation: Sendable {
                 await keepRunning()
                 return try await fetch(revalidating: cached)
             }
-            context.logMiss(key, "cache miss: stale (age \(Int(evaluation.age)) s)")
+            context.logMiss(key, "cache miss: stale (age \(evaluation.age.rounded(.down)) s)")
         } else {
             context.logMiss(key, "cache miss")
         }
@@ -304,7 +304,7 @@ struct LoadOperation: Sendable {
     /// responses are remembered (unless no-store); then the error is reported.
     private func failed(_ error: ImageLoadingError, response: DataResponse?, cached: Cached?) async throws {
         let status = response?.status
-        let serverFailure = status == nil || [500, 502, 503, 504].contains(status!)
+        let serverFailure = status.map { [500, 502, 503, 504].contains($0) } ?? true
         if var cached, serverFailure, options.cachePolicy != .reload,
             policy.evaluate(cached.response, now: context.now).mayServeOnError
         {

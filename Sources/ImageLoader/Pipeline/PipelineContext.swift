@@ -112,19 +112,42 @@ struct PipelineContext: Sendable {
     }
 }
 
-/// The URLs whose last load failed, for ``ImageLoader/failedToFetch(_:)``.
+/// The URLs whose last load failed, for ``ImageLoader/failedToFetch(_:)``. Bounded:
+/// past ``capacity`` URLs the oldest failures are forgotten, so a stream of failing
+/// URLs (a crawler, an attacker) cannot grow it without end.
 final class RecentFailures: Sendable {
-    private let failures = Mutex<[String: ImageLoadingError]>([:])
+    private struct State {
+        var failures: [String: (error: ImageLoadingError, order: Int)] = [:]
+        var counter = 0
+    }
+
+    static let defaultCapacity = 10_000
+    let capacity: Int
+    private let state = Mutex(State())
+
+    init(capacity: Int = RecentFailures.defaultCapacity) {
+        self.capacity = max(1, capacity)
+    }
 
     func record(_ error: ImageLoadingError, for key: String) {
-        failures.withLock { $0[key] = error }
+        state.withLock { state in
+            state.counter += 1
+            state.failures[key] = (error, state.counter)
+            guard state.failures.count > capacity else { return }
+            // Forget the oldest quarter at once, so the sort is paid once per many records.
+            let keep = capacity - capacity / 4
+            let cutoff = state.failures.values.map(\.order).sorted()[state.failures.count - keep]
+            state.failures = state.failures.filter { $0.value.order >= cutoff }
+        }
     }
 
     func clear(_ key: String) {
-        failures.withLock { _ = $0.removeValue(forKey: key) }
+        state.withLock { _ = $0.failures.removeValue(forKey: key) }
     }
 
     func failure(for key: String) -> ImageLoadingError? {
-        failures.withLock { $0[key] }
+        state.withLock { $0.failures[key]?.error }
     }
+
+    var count: Int { state.withLock { $0.failures.count } }
 }

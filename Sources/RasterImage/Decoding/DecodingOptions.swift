@@ -2,9 +2,17 @@
 /// the header before it allocates pixels, so hostile files fail fast with
 /// ``ImageDecodingError``.
 ///
+/// The limits bound the work and the working memory of a decode, not only its
+/// output: the decoders' own buffers (libjpeg's coefficients, libpng's rows, libtiff's
+/// strips and tiles, animation canvases) are checked against ``maxWorkingBytes``
+/// before they are allocated, and the pixels decoded over all frames against
+/// ``maxTotalPixels``. A decode's peak memory is at most the output
+/// (``maxTotalBytes``) plus ``maxWorkingBytes`` plus a small constant.
+///
 /// The defaults suit untrusted input on a server: about 100 megapixels per frame
 /// (400 MB decoded), 2,000 frames and 512 MiB over all frames of an animation,
-/// 256 MiB of input, 500 progressive JPEG scans.
+/// 256 MiB of working memory, 400 megapixels decoded in all, 256 MiB of input,
+/// 500 progressive JPEG scans.
 ///
 /// ```swift
 /// var options = DecodingOptions()
@@ -22,8 +30,31 @@ public struct DecodingLimits: Sendable, Hashable {
     public var maxInputBytes: Int = 256 << 20
     /// Most scans in a progressive JPEG; each costs a pass over the whole image.
     public var maxProgressiveScans: Int = 500
+    /// Most bytes a decoder may hold besides its output: libjpeg's coefficient buffer
+    /// (progressive and multi-scan files) and memory pool, libpng's row buffers,
+    /// libtiff's strip and tile buffers, an animation's canvases.
+    public var maxWorkingBytes: Int = 256 << 20
+    /// Most pixels decoded over all frames, each frame counted by its own rectangle
+    /// (a GIF frame may be far larger than its canvas): bounds the work of an animation.
+    public var maxTotalPixels: Int = 400_000_000
 
     public init() {}
+
+    /// Throws unless a decoder may hold `bytes` (`nil`: too large to count) of working memory.
+    func checkWorking(bytes: Int?, format: ImageFormat, what: String) throws {
+        guard let bytes, bytes <= maxWorkingBytes else {
+            throw ImageDecodingError(
+                .tooMuchWorkingMemory(bytes: bytes ?? Int.max, limit: maxWorkingBytes), format: format,
+                message: what)
+        }
+    }
+
+    /// Throws unless `pixels` (`nil`: too many to count) decoded over all frames are allowed.
+    func checkTotal(pixels: Int?, format: ImageFormat) throws {
+        guard let pixels, pixels <= maxTotalPixels else {
+            throw ImageDecodingError(.tooMuchWork(pixels: pixels ?? Int.max, limit: maxTotalPixels), format: format)
+        }
+    }
 
     /// Throws unless a frame of this size is allowed.
     func check(width: Int, height: Int, format: ImageFormat) throws {

@@ -47,6 +47,8 @@ enum GIFDecoder: FormatDecoder {
         var control = GIFFile.GraphicsControl()
         var hasAlpha = false
         let lastNeeded = options.frames.lastNeededIndex
+        // Pixels decoded so far, each frame counted by its own rectangle, clipped or not.
+        var decodedPixels = 0
 
         decoding: while true {
             let record: GIFFile.Record
@@ -69,6 +71,8 @@ enum GIFDecoder: FormatDecoder {
                 if descriptor.width > 0 && descriptor.height > 0 {
                     // Decoding work follows the frame's own size, clipped or not.
                     try limits.check(width: descriptor.width, height: descriptor.height, format: .gif)
+                    decodedPixels = Checked.saturatingAdd(decodedPixels, descriptor.width * descriptor.height)
+                    try limits.checkTotal(pixels: decodedPixels, format: .gif)
                 }
                 if options.frames.returns(frameIndex) {
                     try limits.check(frames: frames.count + 1, frameBytes: frameBytes, format: .gif)

@@ -166,7 +166,7 @@ extension FormatDecoder {
     static func thumbnail(_ reader: ByteReader, options: ThumbnailOptions) throws -> RasterImage {
         reader.seek(to: 0)
         let image = try decode(reader, options: DecodingOptions(limits: options.limits, frames: options.frames))
-        return image.thumbnail(options: options)
+        return try image.thumbnail(options: options)
     }
 }
 

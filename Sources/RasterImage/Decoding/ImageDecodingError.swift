@@ -27,6 +27,14 @@ public struct ImageDecodingError: Error, Sendable, Hashable, CustomStringConvert
         case tooManyScans(limit: Int)
         /// All frames together would take more than ``DecodingLimits/maxTotalBytes``.
         case tooManyBytes(bytes: Int, limit: Int)
+        /// The decoder would need more than ``DecodingLimits/maxWorkingBytes`` of its own
+        /// memory (coefficients, row, strip or tile buffers, canvases).
+        case tooMuchWorkingMemory(bytes: Int, limit: Int)
+        /// Decoding every frame would touch more than ``DecodingLimits/maxTotalPixels`` pixels.
+        case tooMuchWork(pixels: Int, limit: Int)
+        /// A thumbnail box with a side that is not in `1...ThumbnailOptions.maxSide`,
+        /// or more pixels than ``DecodingLimits/maxPixelsPerFrame``.
+        case invalidThumbnailSize(width: Int, height: Int)
         /// The data ends before the image does.
         case truncated
         /// The data breaks the format's rules.
@@ -68,6 +76,12 @@ public struct ImageDecodingError: Error, Sendable, Hashable, CustomStringConvert
         case .tooManyScans(let limit): text = "\(name) has more than \(limit) progressive scans"
         case .tooManyBytes(let bytes, let limit):
             text = "\(name) frames need \(bytes) bytes decoded, more than the limit of \(limit)"
+        case .tooMuchWorkingMemory(let bytes, let limit):
+            text = "\(name) needs \(bytes) bytes of working memory to decode, more than the limit of \(limit)"
+        case .tooMuchWork(let pixels, let limit):
+            text = "\(name) frames hold \(pixels) pixels to decode, more than the limit of \(limit)"
+        case .invalidThumbnailSize(let width, let height):
+            text = "a thumbnail of \(width)x\(height) is not possible (each side 1...\(ThumbnailOptions.maxSide))"
         case .truncated: text = "\(name) data is truncated"
         case .corrupt: text = "\(name) data is corrupt"
         case .unsupported: text = "\(name) uses an unsupported feature"

@@ -23,7 +23,7 @@ enum JPEGDecoder: FormatDecoder {
         try session.readHeader()
         try options.limits.check(width: session.imageWidth, height: session.imageHeight, format: .jpeg)
         let metadata = session.metadata()
-        try session.start()
+        try session.start(allowsTruncatedData: options.allowsTruncatedData)
         let (width, height) = (session.outputWidth, session.outputHeight)
         let bytesPerRow = width * 4
         let pixels = try PixelBuffer.make(count: bytesPerRow * height) { base in
@@ -44,9 +44,11 @@ final class JPEGReadSession {
     private let reader: ByteReader
     private var inputBuffer: UnsafeMutableRawBufferPointer?
     private static let inputBufferSize = 64 << 10
+    private let limits: DecodingLimits
 
     init(_ reader: ByteReader, limits: DecodingLimits) throws {
         self.reader = reader
+        self.limits = limits
         state = .allocate(capacity: 1)
         let read: cjpeg_read_fn = { context, buffer, capacity in
             size_t(ByteReader.from(context).read(into: buffer!, count: Int(capacity)))
@@ -66,6 +68,9 @@ final class JPEGReadSession {
         state.pointee.max_scans = Int32(clamping: limits.maxProgressiveScans)
         // On failure deinit releases the state and buffer: every stored property is set.
         guard status == 0 else { throw failure() }
+        // libjpeg's own bound on its memory pool: past it, a full-image buffer fails
+        // ("backing store not supported") instead of being allocated.
+        state.pointee.cinfo.mem.pointee.max_memory_to_use = limits.maxWorkingBytes
     }
 
     deinit {
@@ -103,7 +108,8 @@ final class JPEGReadSession {
 
     /// Chooses the output: RGBA straight from libjpeg, or CMYK converted here.
     /// `scaleDenominator` asks libjpeg's DCT scaling for 1/2, 1/4 or 1/8 size.
-    func start(scaleDenominator: Int = 1, keepingCMYK: Bool = false) throws {
+    func start(scaleDenominator: Int = 1, keepingCMYK: Bool = false, allowsTruncatedData: Bool = false) throws {
+        try checkCoefficientBuffer(allowsTruncatedData: allowsTruncatedData)
         keepsCMYK = keepingCMYK && isCMYK
         state.pointee.cinfo.out_color_space = isCMYK ? JCS_CMYK : JCS_EXT_RGBA
         state.pointee.cinfo.scale_num = 1
@@ -111,6 +117,39 @@ final class JPEGReadSession {
         guard cjpeg_start_decompress(state) == 0 else { throw failure() }
         guard state.pointee.cinfo.output_components == 4 else {
             throw ImageDecodingError(.unsupported, format: .jpeg, message: "unexpected output layout")
+        }
+    }
+
+    /// A progressive (or multi-scan) file is decoded through a buffer of every DCT
+    /// coefficient of the image, 128 bytes a block, which libjpeg allocates (and
+    /// zeroes) when decompression starts, before reading a single scan. It is checked
+    /// here, from the header: against the working-memory limit, and against the data,
+    /// since the first scan spends at least one bit on every block of a component, so
+    /// data shorter than that ends before the image does.
+    private func checkCoefficientBuffer(allowsTruncatedData: Bool) throws {
+        let cinfo = state.pointee.cinfo
+        let count = Int(cinfo.num_components)
+        guard cinfo.progressive_mode != 0 || Int(cinfo.comps_in_scan) < count, count > 0,
+            let components = cinfo.comp_info
+        else { return }
+        var bytes: Int? = 0
+        var fewestBlocks = Int.max
+        for index in 0..<count {
+            let component = components[index]
+            func roundedUp(_ value: JDIMENSION, _ factor: Int32) -> Int? {
+                let factor = max(1, Int(factor))
+                return Checked.add(Int(value), factor - 1).map { $0 / factor * factor }
+            }
+            let blocks = roundedUp(component.width_in_blocks, component.h_samp_factor)
+                .flatMap { width in roundedUp(component.height_in_blocks, component.v_samp_factor).flatMap { Checked.multiply(width, $0) } }
+            fewestBlocks = min(fewestBlocks, blocks ?? .max)
+            bytes = bytes.flatMap { total in blocks.flatMap { Checked.multiply($0, 128) }.flatMap { Checked.add(total, $0) } }
+        }
+        try limits.checkWorking(bytes: bytes, format: .jpeg, what: "progressive JPEG coefficients")
+        if !allowsTruncatedData, reader.size < fewestBlocks / 8 {
+            throw ImageDecodingError(
+                .truncated, format: .jpeg,
+                message: "\(reader.size) bytes cannot hold the first scan of \(fewestBlocks) blocks")
         }
     }
 

@@ -17,6 +17,7 @@ enum PNGDecoder: FormatDecoder {
         let session = try PNGReadSession(reader)
         let header = try session.readHeader()
         try options.limits.check(width: header.width, height: header.height, format: .png)
+        try checkRowBuffers(width: header.width, limits: options.limits)
         if case .index(let n) = options.frames, n != 0 {
             throw ImageDecodingError(.frameOutOfRange(index: n, count: 1), format: .png)
         }
@@ -36,6 +37,15 @@ enum PNGDecoder: FormatDecoder {
             validatedWidth: width, height: height, bytesPerRow: bytesPerRow, frames: [.init(pixels: pixels)],
             alphaMode: .straight, loopCount: 1, orientation: orientation, iccProfile: header.iccProfile,
             format: .png, hasAlpha: header.hasAlpha || truncated)
+    }
+
+    /// libpng keeps two rows (the current one and the previous, for the filters) of up
+    /// to 8 bytes a pixel (16-bit RGBA), its width rounded up to 8; the caller's row is
+    /// 4 bytes a pixel more. A 100,000,000 x 1 image would need 1.6 GB of them.
+    static func checkRowBuffers(width: Int, limits: DecodingLimits) throws {
+        let libpngRow = Checked.add(width, 7).flatMap { Checked.multiply($0, 8) }.flatMap { Checked.add($0, 1) }
+        let bytes = libpngRow.flatMap { Checked.multiply($0, 2) }.flatMap { Checked.add($0, width * 4) }
+        try limits.checkWorking(bytes: bytes, format: .png, what: "row buffers")
     }
 
     /// Reads every row of every pass into `target`. Returns whether the data ended early

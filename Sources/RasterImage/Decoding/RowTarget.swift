@@ -58,6 +58,6 @@ final class ResizingTarget: RowTarget {
     func rows(_ y: Int, count: Int) -> UnsafeMutablePointer<UInt8> { scratch }
 
     func commit(_ y: Int, count: Int) {
-        resizer.consume(scratch, count: count, bytesPerRow: bytesPerRow)
+        resizer.consume(scratch, count: count, bytesPerRow: bytesPerRow, firstRow: y)
     }
 }

@@ -124,10 +124,13 @@ struct TIFFPage {
 final class TIFFFile {
     private let handle: UnsafeMutablePointer<ctiff_handle>
     private let reader: ByteReader
+    /// The limits the strip and tile buffers are checked against.
+    let limits: DecodingLimits
     private var tiff: OpaquePointer { handle.pointee.tiff }
 
     init(_ reader: ByteReader, limits: DecodingLimits) throws {
         self.reader = reader
+        self.limits = limits
         handle = .allocate(capacity: 1)
         handle.initialize(to: ctiff_handle())
         handle.pointee.size = UInt64(reader.size)
@@ -139,8 +142,9 @@ final class TIFFFile {
                 size_t(ByteReader.from(context).read(at: Int(offset), into: buffer!, count: Int(count)))
             }
         }
-        // No single libtiff buffer may exceed what the largest allowed page needs.
-        let cap = UInt64(max(64 << 20, limits.maxPixelsPerFrame)) * 8
+        // No single libtiff buffer may exceed the working-memory limit (it also keeps
+        // libtiff's own strip and directory buffers in bounds).
+        let cap = UInt64(max(1 << 20, limits.maxWorkingBytes))
         // On failure deinit closes and frees the handle: every stored property is set.
         guard ctiff_open(handle, cap) == 0 else { throw failure(.corrupt) }
     }
@@ -248,10 +252,12 @@ final class TIFFFile {
     /// set), into `target` as RGBA rows. Returns whether the data ended early (allowed
     /// only with `allowsTruncatedData`; the missing rows are then transparent).
     func readRows(_ page: TIFFPage, into target: RowTarget, allowsTruncatedData: Bool) throws -> Bool {
-        guard let color = page.color else { preconditionFailure("a layout for TIFFRGBAImage") }
+        guard let color = page.color else {
+            throw ImageDecodingError(.unsupported, format: .tiff, message: "layout not read row by row")
+        }
         let converter = try TIFFRowConverter(page: page, color: color, colormap: colormap(page))
         if Int32(page.photometric) == PHOTOMETRIC_YCBCR { _ = ctiff_set_jpeg_color_mode_rgb(tiff) }
-        var bands = try TIFFBandReader(file: self, page: page)
+        var bands = try TIFFBandReader(file: self, page: page, limits: limits)
         var y = 0
         while y < page.height {
             let band: TIFFBandReader.Band
@@ -337,6 +343,13 @@ final class TIFFFile {
         return Int(got)
     }
 
+    /// Row `row` of `plane`, read through the strip's codec a row at a time.
+    func readScanline(_ row: Int, plane: Int, into buffer: UnsafeMutableRawPointer) throws {
+        let strip = Int(TIFFComputeStrip(tiff, UInt32(row), UInt16(plane)))
+        try checkBounds(of: strip)
+        guard TIFFReadScanline(tiff, buffer, UInt32(row), UInt16(plane)) == 1 else { throw stripFailure(strip) }
+    }
+
     func readTile(x: Int, y: Int, plane: Int, into buffer: UnsafeMutableRawPointer, size: Int) throws {
         let index = TIFFComputeTile(tiff, UInt32(x), UInt32(y), 0, UInt16(plane))
         try checkBounds(of: Int(index))
@@ -387,6 +400,8 @@ struct TIFFBandReader {
     private var storage: [UnsafeMutableRawPointer] = []
     private var tileBuffer: UnsafeMutableRawPointer?
     private let tileBytes: Int
+    /// Strips too large for the working memory: read with TIFFReadScanline, a row a band.
+    private let scanlines: Bool
     private let owner: Deallocator
 
     /// Frees the band buffers when the reader goes away.
@@ -395,31 +410,49 @@ struct TIFFBandReader {
         deinit { pointers.forEach { $0.deallocate() } }
     }
 
-    init(file: TIFFFile, page: TIFFPage) throws {
+    init(file: TIFFFile, page: TIFFPage, limits: DecodingLimits) throws {
         self.file = file
         self.page = page
         planes = page.separatePlanes ? page.samplesPerPixel : 1
         let samplesInRow = page.separatePlanes ? 1 : page.samplesPerPixel
+        // Width, samples (at most 8) and bits (at most 16) are in range: the page passed the limits.
         rowBytes = (page.width * samplesInRow * page.bitsPerSample + 7) / 8
         owner = Deallocator()
+        // The row converter's scratch: one row of samples, a byte each.
+        let scratch = page.width * page.samplesPerPixel
         if file.isTiled {
             guard let width = file.uint32Tag(TIFFTAG_TILEWIDTH), let length = file.uint32Tag(TIFFTAG_TILELENGTH),
                 width > 0, length > 0, width <= 1 << 16, length <= 1 << 16
             else { throw ImageDecodingError(.corrupt, format: .tiff, message: "bad tile size") }
             tileWidth = width
             rowsPerBand = min(length, page.height)
+            // The tile's size as the header declares it, checked before libtiff is asked
+            // (TIFFTileSize multiplies the same fields) and before anything is allocated.
+            let declared = Checked.product(width, samplesInRow, page.bitsPerSample).map { ($0 + 7) / 8 }
+                .flatMap { Checked.multiply($0, length) }
+            let bands = Checked.product(planes, rowBytes, rowsPerBand)
+            try limits.checkWorking(
+                bytes: Checked.sum(declared ?? .max, bands ?? .max, scratch), format: .tiff,
+                what: "a \(width)x\(length) tile")
             tileBytes = file.tileSize
-            guard tileBytes > 0, tileBytes >= (width * samplesInRow * page.bitsPerSample + 7) / 8 * length else {
+            guard let declared, tileBytes > 0, tileBytes >= declared, tileBytes <= limits.maxWorkingBytes else {
                 throw ImageDecodingError(.corrupt, format: .tiff, message: "bad tile size")
             }
             let tile = UnsafeMutableRawPointer.allocate(byteCount: tileBytes, alignment: 16)
             owner.pointers.append(tile)
             tileBuffer = tile
+            scanlines = false
         } else {
             tileWidth = 0
             tileBytes = 0
             let perStrip = file.uint32Tag(TIFFTAG_ROWSPERSTRIP) ?? page.height
-            rowsPerBand = max(1, min(perStrip, page.height))
+            let stripRows = max(1, min(perStrip, page.height))
+            // A strip too large for the working memory is read a row at a time.
+            let stripBytes = Checked.product(planes, rowBytes, stripRows)
+            scanlines = stripBytes.map { Checked.saturatingAdd($0, scratch) > limits.maxWorkingBytes } ?? true
+            rowsPerBand = scanlines ? 1 : stripRows
+            try limits.checkWorking(
+                bytes: Checked.sum(planes * rowBytes * rowsPerBand, scratch), format: .tiff, what: "a strip")
         }
         for _ in 0..<planes {
             let buffer = UnsafeMutableRawPointer.allocate(byteCount: max(1, rowBytes * rowsPerBand), alignment: 16)
@@ -436,6 +469,8 @@ struct TIFFBandReader {
         for plane in 0..<planes {
             if let tileBuffer {
                 try readTiles(row: y, rows: rows, plane: plane, tile: tileBuffer)
+            } else if scanlines {
+                try file.readScanline(y, plane: plane, into: storage[plane])
             } else {
                 let size = rowBytes * rowsPerBand
                 let got = try file.readStrip(plane * bandsPerPlane + bandIndex, into: storage[plane], size: size)

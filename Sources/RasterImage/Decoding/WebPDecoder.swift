@@ -81,7 +81,10 @@ enum WebPDecoder: FormatDecoder {
         guard container.frameCount <= limits.maxFrames else {
             throw ImageDecodingError(.tooManyFrames(limit: limits.maxFrames), format: .webp)
         }
-        let frameBytes = width * height * 4
+        let frameBytes = width * height * 4  // in range: the canvas passed the limits
+        // WebPAnimDecoder keeps two canvases (the current one and the previous, disposed);
+        // every frame it composites costs a canvas of work.
+        try limits.checkWorking(bytes: Checked.multiply(frameBytes, 2), format: .webp, what: "animation canvases")
         let returned: Int
         switch options.frames {
         case .first: returned = 1
@@ -106,10 +109,11 @@ enum WebPDecoder: FormatDecoder {
         }
         defer { WebPAnimDecoderDelete(decoder) }
         var frames: [RasterImage.Frame] = []
-        var previousTimestamp: Int32 = 0
+        var previousTimestamp = 0
         var index = 0
         let lastNeeded = options.frames.lastNeededIndex ?? Int.max
         while index <= lastNeeded, WebPAnimDecoderHasMoreFrames(decoder) != 0 {
+            try limits.checkTotal(pixels: Checked.multiply(index + 1, width * height), format: .webp)
             var canvas: UnsafeMutablePointer<UInt8>? = nil
             var timestamp: Int32 = 0
             guard WebPAnimDecoderGetNext(decoder, &canvas, &timestamp) != 0, let canvas else {
@@ -118,9 +122,12 @@ enum WebPDecoder: FormatDecoder {
             if options.frames.returns(index) {
                 // The decoder reuses its canvas for the next frame, so each returned frame is a copy.
                 let pixels = Array(UnsafeBufferPointer(start: canvas, count: frameBytes))
-                frames.append(.init(pixels: pixels, duration: .milliseconds(Int(timestamp - previousTimestamp))))
+                // libwebp sums the frames' durations in an Int32 that can wrap: a step
+                // backwards is read as no time at all.
+                let step = max(0, Int(timestamp) - previousTimestamp)
+                frames.append(.init(pixels: pixels, duration: .milliseconds(step)))
             }
-            previousTimestamp = timestamp
+            previousTimestamp = Int(timestamp)
             index += 1
         }
         guard !frames.isEmpty else {

@@ -12,30 +12,39 @@ extension RasterImage {
     /// ```swift
     /// let half = image.resized(width: image.width / 2, height: image.height / 2)
     /// ```
+    /// A size below 1 is taken as 1.
     public func resized(
         width: Int, height: Int, kernel: ResamplingKernel = .lanczos3, linearLight: Bool = false
     ) -> RasterImage {
-        precondition(width > 0 && height > 0, "a resize needs a positive size")
+        let (width, height) = (max(1, width), max(1, height))
         if width == self.width && height == self.height && bytesPerRow == width * 4 { return self }
+        return resized(
+            window: ResizeWindow(inputWidth: self.width, inputHeight: self.height, outputWidth: width, outputHeight: height),
+            kernel: kernel, linearLight: linearLight)
+    }
+
+    /// The window's rectangle of a resize of this image: only that part is computed.
+    func resized(window: ResizeWindow, kernel: ResamplingKernel, linearLight: Bool) -> RasterImage {
+        if window.isIdentity && bytesPerRow == width * 4 { return self }
         let channels: RowChannels = alphaMode == .straight && hasAlpha ? .straightAlpha : .independent
         let frames = self.frames.map { frame in
             Frame(
-                pixels: resize(
-                    frame.pixels, width: width, height: height, kernel: kernel, channels: channels,
-                    linearLight: linearLight),
+                pixels: resize(frame.pixels, window: window, kernel: kernel, channels: channels, linearLight: linearLight),
                 duration: frame.duration)
         }
         return RasterImage(
-            validatedWidth: width, height: height, bytesPerRow: width * 4, frames: frames, alphaMode: alphaMode,
-            loopCount: loopCount, orientation: orientation, iccProfile: iccProfile, format: format, hasAlpha: hasAlpha)
+            validatedWidth: window.width, height: window.height, bytesPerRow: window.width * 4, frames: frames,
+            alphaMode: alphaMode, loopCount: loopCount, orientation: orientation, iccProfile: iccProfile,
+            format: format, hasAlpha: hasAlpha)
     }
 
     /// Output pixels above which a resize is split across cores.
     static let parallelResizeThreshold = 512 * 512
 
     private func resize(
-        _ pixels: [UInt8], width: Int, height: Int, kernel: ResamplingKernel, channels: RowChannels, linearLight: Bool
+        _ pixels: [UInt8], window: ResizeWindow, kernel: ResamplingKernel, channels: RowChannels, linearLight: Bool
     ) -> [UInt8] {
+        let (width, height) = (window.width, window.height)
         let cores = ProcessorCount.online
         let bands = width * height >= RasterImage.parallelResizeThreshold ? min(cores * 2, height) : 1
         let rowsPerBand = (height + bands - 1) / bands
@@ -44,10 +53,9 @@ extension RasterImage {
         DispatchQueue.concurrentPerform(iterations: bands) { band in
             let rows = (band * rowsPerBand)..<min(height, (band + 1) * rowsPerBand)
             let resizer = StreamingResizer(
-                inputWidth: self.width, inputHeight: self.height, outputWidth: width, outputHeight: height,
-                kernel: kernel, channels: channels, linearLight: linearLight, outputRows: rows)
+                window: window, kernel: kernel, channels: channels, linearLight: linearLight, outputRows: rows)
             pixels.withUnsafeBufferPointer { source in
-                for y in resizer.inputRows { resizer.consume(source.baseAddress! + y * stride) }
+                for y in resizer.inputRows { resizer.consume(source.baseAddress! + y * stride, at: y) }
             }
             results.set(band, resizer.finish())
         }
@@ -57,15 +65,26 @@ extension RasterImage {
 
 /// Results written by concurrent workers, one slot each, read once all are done.
 final class ConcurrentResults<Value>: @unchecked Sendable {
-    // Safe: each worker writes only its own slot, and `values` is read after
-    // DispatchQueue.concurrentPerform returns, which orders every write before it.
-    private var slots: [Value?]
+    // Safe: the slots live in one buffer allocated up front, each worker writes only
+    // its own slot through the pointer (no Array, so no shared copy-on-write check),
+    // and `values` is read after DispatchQueue.concurrentPerform returns, which
+    // orders every write before it.
+    private let slots: UnsafeMutableBufferPointer<Value?>
 
-    init(count: Int) { slots = Array(repeating: nil, count: count) }
+    init(count: Int) {
+        slots = .allocate(capacity: count)
+        slots.initialize(repeating: nil)
+    }
+
+    deinit {
+        slots.deinitialize()
+        slots.deallocate()
+    }
 
     func set(_ index: Int, _ value: Value) { slots[index] = value }
 
-    var values: [Value] { slots.map { $0! } }
+    /// Every slot's value; a slot never set (a worker that stopped early) is left out.
+    var values: [Value] { slots.compactMap { $0 } }
 }
 
 enum ProcessorCount {

@@ -70,10 +70,14 @@ struct ResampleWeights {
     let weights: [Float]
     let maxTaps: Int
 
-    init(inputSize: Int, outputSize: Int, kernel: ResamplingKernel) {
+    /// The taps of outputs `outputs` (default: all) of a resize from `inputSize` to
+    /// `outputSize`, indexed from 0: a window of a larger resize costs only its own taps.
+    init(inputSize: Int, outputSize fullOutputSize: Int, kernel: ResamplingKernel, outputs: Range<Int>? = nil) {
+        let outputs = outputs ?? 0..<fullOutputSize
+        let outputSize = outputs.count
         self.inputSize = inputSize
         self.outputSize = outputSize
-        let scale = Double(inputSize) / Double(outputSize)
+        let scale = Double(inputSize) / Double(fullOutputSize)
         let filterScale = max(scale, 1)
         let support = kernel.radius * filterScale
         let maxTaps = Int((support * 2).rounded(.up)) + 2
@@ -81,7 +85,8 @@ struct ResampleWeights {
         var counts = [Int](repeating: 0, count: outputSize)
         var weights = [Float](repeating: 0, count: outputSize * maxTaps)
         var taps = [Double](repeating: 0, count: maxTaps)
-        for out in 0..<outputSize {
+        for index in 0..<outputSize {
+            let out = outputs.lowerBound + index
             let center = (Double(out) + 0.5) * scale
             var first = max(0, Int((center - support + 0.5).rounded(.down)))
             var last = min(inputSize, Int((center + support + 0.5).rounded(.down)))
@@ -99,9 +104,9 @@ struct ResampleWeights {
                 taps[0] = 1
                 total = 1
             }
-            starts[out] = first
-            counts[out] = last - first
-            for i in 0..<(last - first) { weights[out * maxTaps + i] = Float(taps[i] / total) }
+            starts[index] = first
+            counts[index] = last - first
+            for i in 0..<(last - first) { weights[index * maxTaps + i] = Float(taps[i] / total) }
         }
         self.starts = starts
         self.counts = counts

@@ -26,8 +26,10 @@ final class StreamingResizer {
     let boxY: Int
     let channels: RowChannels
     let linearLight: Bool
+    let window: ResizeWindow
 
-    private let boxWidth: Int
+    /// The box columns the output reads (box columns are `boxX` input columns each).
+    private let boxColumns: Range<Int>
     private let boxHeight: Int
     /// The horizontal taps, over box columns, each weight already divided by the
     /// number of input columns its box column sums.
@@ -58,29 +60,51 @@ final class StreamingResizer {
     }
 
     /// A resize of the whole image, or of the band `outputRows` of it (then only the
-    /// input rows in ``inputRows`` are to be given).
-    init(
+    /// input rows in ``inputRows`` are used).
+    convenience init(
         inputWidth: Int, inputHeight: Int, outputWidth: Int, outputHeight: Int, kernel: ResamplingKernel,
         channels: RowChannels, linearLight: Bool, outputRows: Range<Int>? = nil
     ) {
-        self.inputWidth = inputWidth
-        self.inputHeight = inputHeight
-        self.outputWidth = outputWidth
-        self.outputHeight = outputHeight
+        self.init(
+            window: ResizeWindow(
+                inputWidth: inputWidth, inputHeight: inputHeight, outputWidth: outputWidth, outputHeight: outputHeight),
+            kernel: kernel, channels: channels, linearLight: linearLight, outputRows: outputRows)
+    }
+
+    /// The window's rectangle of a resize (all of it, or the band `outputRows` of it,
+    /// counted within the window). Taps, buffers and input rows are those the window
+    /// needs: a 256-pixel crop of a 100,000,000-pixel-long scaled image costs 256 pixels.
+    init(
+        window: ResizeWindow, kernel: ResamplingKernel, channels: RowChannels, linearLight: Bool,
+        outputRows: Range<Int>? = nil
+    ) {
+        self.window = window
+        inputWidth = window.inputWidth
+        inputHeight = window.inputHeight
+        outputWidth = window.width
+        outputHeight = window.height
         self.channels = channels
         self.linearLight = linearLight
-        boxX = kernel == .box ? 1 : StreamingResizer.boxFactor(input: inputWidth, output: outputWidth)
-        boxY = kernel == .box ? 1 : StreamingResizer.boxFactor(input: inputHeight, output: outputHeight)
-        boxWidth = (inputWidth + boxX - 1) / boxX
+        boxX = kernel == .box ? 1 : StreamingResizer.boxFactor(input: inputWidth, output: window.scaledWidth)
+        boxY = kernel == .box ? 1 : StreamingResizer.boxFactor(input: inputHeight, output: window.scaledHeight)
+        let boxWidth = (inputWidth + boxX - 1) / boxX
         boxHeight = (inputHeight + boxY - 1) / boxY
+        let horizontalWeights = ResampleWeights(
+            inputSize: boxWidth, outputSize: window.scaledWidth, kernel: kernel,
+            outputs: window.x..<(window.x + window.width))
+        // The box columns the window reads: only those are summed.
+        let firstColumn = horizontalWeights.starts.min() ?? 0
+        let endColumn = zip(horizontalWeights.starts, horizontalWeights.counts).map { $0 + $1 }.max() ?? firstColumn
+        boxColumns = firstColumn..<max(firstColumn, endColumn)
         let (width, boxX) = (inputWidth, boxX)
         horizontal = TapTable(
-            ResampleWeights(inputSize: boxWidth, outputSize: outputWidth, kernel: kernel),
-            inputScale: { 1 / Float(min(boxX, width - $0 * boxX)) })
-        let verticalWeights = ResampleWeights(inputSize: boxHeight, outputSize: outputHeight, kernel: kernel)
+            horizontalWeights, firstInput: firstColumn, inputScale: { 1 / Float(min(boxX, width - $0 * boxX)) })
+        let verticalWeights = ResampleWeights(
+            inputSize: boxHeight, outputSize: window.scaledHeight, kernel: kernel,
+            outputs: window.y..<(window.y + window.height))
         vertical = TapTable(verticalWeights)
-        boxRow = .allocate(capacity: boxWidth)
-        boxRow.initialize(repeating: .zero, count: boxWidth)
+        boxRow = .allocate(capacity: max(1, boxColumns.count))
+        boxRow.initialize(repeating: .zero, count: max(1, boxColumns.count))
         verticalRow = .allocate(capacity: outputWidth)
         verticalRow.initialize(repeating: .zero, count: outputWidth)
         ringCapacity = vertical.stride + 1
@@ -110,11 +134,12 @@ final class StreamingResizer {
     var isComplete: Bool { inputRowsSeen == inputRows.upperBound }
 
     /// Whether the size does not change: rows are then copied through untouched.
-    var isIdentity: Bool { inputWidth == outputWidth && inputHeight == outputHeight }
+    var isIdentity: Bool { window.isIdentity }
 
-    /// Takes the next input row (`inputWidth` pixels, 4 bytes each).
-    func consume(_ row: UnsafePointer<UInt8>) {
-        precondition(inputRowsSeen < inputRows.upperBound, "more rows than the resize needs")
+    /// Takes input row `y` (`inputWidth` pixels, 4 bytes each). Rows come in order;
+    /// rows the resize does not need (outside ``inputRows``, or again) are ignored.
+    func consume(_ row: UnsafePointer<UInt8>, at y: Int) {
+        guard y == inputRowsSeen, y < inputRows.upperBound else { return }
         if isIdentity {
             output.withUnsafeMutableBufferPointer { out in
                 (out.baseAddress! + (inputRowsSeen - outputRows.lowerBound) * outputWidth * 4)
@@ -132,9 +157,9 @@ final class StreamingResizer {
         }
     }
 
-    /// Takes `count` rows, `bytesPerRow` apart.
-    func consume(_ rows: UnsafePointer<UInt8>, count: Int, bytesPerRow: Int) {
-        for i in 0..<count { consume(rows + i * bytesPerRow) }
+    /// Takes `count` rows, `bytesPerRow` apart, the first of them input row `y`.
+    func consume(_ rows: UnsafePointer<UInt8>, count: Int, bytesPerRow: Int, firstRow y: Int) {
+        for i in 0..<count { consume(rows + i * bytesPerRow, at: y + i) }
     }
 
     /// Adds one input row, reduced horizontally by the box factor, into the box row.
@@ -144,7 +169,7 @@ final class StreamingResizer {
         if linearLight {
             let table = SRGBTransfer.toLinear255
             table.withUnsafeBufferPointer { lut in
-                for column in 0..<boxWidth {
+                for column in boxColumns {
                     var sum = SIMD4<Float>.zero
                     var p = row + column * boxX * 4
                     for _ in 0..<min(boxX, width - column * boxX) {
@@ -153,7 +178,7 @@ final class StreamingResizer {
                         sum += v
                         p += 4
                     }
-                    boxRow[column] += sum
+                    boxRow[column - boxColumns.lowerBound] += sum
                 }
             }
         } else {
@@ -162,8 +187,8 @@ final class StreamingResizer {
             let scale: SIMD4<Float> = straight ? SIMD4(1 / 255, 1 / 255, 1 / 255, 1) : SIMD4(repeating: 1)
             if boxX == 1 {
                 // No horizontal box: one pixel a column.
-                var p = UnsafeRawPointer(row)
-                for column in 0..<boxWidth {
+                var p = UnsafeRawPointer(row + boxColumns.lowerBound * 4)
+                for column in 0..<boxColumns.count {
                     var v = SIMD4<Int32>(truncatingIfNeeded: p.loadUnaligned(as: SIMD4<UInt8>.self))
                     if straight { v &*= SIMD4(v[3], v[3], v[3], 1) }
                     boxRow[column] += SIMD4<Float>(v) * scale
@@ -171,7 +196,7 @@ final class StreamingResizer {
                 }
                 return
             }
-            for column in 0..<boxWidth {
+            for column in boxColumns {
                 var sum = SIMD4<Int32>.zero
                 var p = UnsafeRawPointer(row + column * boxX * 4)
                 let count = min(boxX, width - column * boxX)
@@ -187,7 +212,7 @@ final class StreamingResizer {
                         p += 4
                     }
                 }
-                boxRow[column] += SIMD4<Float>(sum) * scale
+                boxRow[column - boxColumns.lowerBound] += SIMD4<Float>(sum) * scale
             }
         }
     }
@@ -217,7 +242,7 @@ final class StreamingResizer {
             if remaining == 1 { sum0 += p[0] * w[0] }
             target[x] = (sum0 + sum1) * rowScale
         }
-        source.update(repeating: .zero, count: boxWidth)
+        source.update(repeating: .zero, count: max(1, boxColumns.count))
         boxRowsDone += 1
         while nextOutputRow < outputRows.upperBound
             && vertical.starts[nextOutputRow] + vertical.counts[nextOutputRow] <= boxRowsDone
@@ -272,10 +297,45 @@ final class StreamingResizer {
         out[3] = UInt8(alpha + 0.5)
     }
 
-    /// The resized pixels; every input row must have arrived.
+    /// The resized pixels. Rows whose input never arrived (the decoder stopped early)
+    /// are left transparent black.
     func finish() -> [UInt8] {
-        precondition(isComplete && nextOutputRow == outputRows.upperBound, "the resize did not receive every row")
-        return output
+        output
+    }
+}
+
+/// A resize from `inputWidth` x `inputHeight` to `scaledWidth` x `scaledHeight`, of
+/// which only the `width` x `height` rectangle at (`x`, `y`) is made.
+struct ResizeWindow: Equatable {
+    var inputWidth: Int
+    var inputHeight: Int
+    var scaledWidth: Int
+    var scaledHeight: Int
+    var x: Int
+    var y: Int
+    var width: Int
+    var height: Int
+
+    /// The whole of a resize.
+    init(inputWidth: Int, inputHeight: Int, outputWidth: Int, outputHeight: Int) {
+        self.init(
+            inputWidth: inputWidth, inputHeight: inputHeight, scaledWidth: outputWidth, scaledHeight: outputHeight,
+            x: 0, y: 0, width: outputWidth, height: outputHeight)
+    }
+
+    init(
+        inputWidth: Int, inputHeight: Int, scaledWidth: Int, scaledHeight: Int, x: Int, y: Int, width: Int,
+        height: Int
+    ) {
+        (self.inputWidth, self.inputHeight, self.scaledWidth, self.scaledHeight) =
+            (inputWidth, inputHeight, scaledWidth, scaledHeight)
+        (self.x, self.y, self.width, self.height) = (x, y, width, height)
+    }
+
+    /// Nothing changes: the input is the output.
+    var isIdentity: Bool {
+        inputWidth == scaledWidth && inputHeight == scaledHeight && x == 0 && y == 0 && width == scaledWidth
+            && height == scaledHeight
     }
 }
 
@@ -288,11 +348,12 @@ private struct TapTable {
     let weights: UnsafeMutablePointer<Float>
     let stride: Int
 
-    /// The taps of `table`, each weight multiplied by `inputScale` of the input it reads.
-    init(_ table: ResampleWeights, inputScale: (Int) -> Float = { _ in 1 }) {
+    /// The taps of `table`, each weight multiplied by `inputScale` of the input it reads,
+    /// with input indices counted from `firstInput`.
+    init(_ table: ResampleWeights, firstInput: Int = 0, inputScale: (Int) -> Float = { _ in 1 }) {
         stride = table.maxTaps
         starts = .allocate(capacity: table.outputSize)
-        starts.initialize(from: table.starts, count: table.outputSize)
+        starts.initialize(from: table.starts.map { $0 - firstInput }, count: table.outputSize)
         counts = .allocate(capacity: table.outputSize)
         counts.initialize(from: table.counts, count: table.outputSize)
         weights = .allocate(capacity: table.weights.count)

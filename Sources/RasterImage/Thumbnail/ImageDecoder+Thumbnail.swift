@@ -32,7 +32,7 @@ extension JPEGDecoder {
         let (width, height) = (session.imageWidth, session.imageHeight)
         try options.limits.check(width: width, height: height, format: .jpeg)
         let metadata = session.metadata()
-        let geometry = ThumbnailGeometry(
+        let geometry = try ThumbnailGeometry(
             sourceWidth: width, sourceHeight: height, orientation: metadata.orientation, options: options)
         // CMYK with a profile lcms can read is converted by the profile, after the resize.
         let cmykModel = PixelColorModel.cmyk(inverted: session.cmykIsInverted)
@@ -43,12 +43,11 @@ extension JPEGDecoder {
             width: width, height: height, target: geometry, mode: options.shrinkOnLoad, choices: [8, 4, 2])
         try session.start(scaleDenominator: denominator, keepingCMYK: keepsCMYK)
         let resizer = StreamingResizer(
-            inputWidth: session.outputWidth, inputHeight: session.outputHeight, outputWidth: geometry.scaledWidth,
-            outputHeight: geometry.scaledHeight, kernel: options.kernel, channels: .independent,
-            linearLight: options.linearLight && !keepsCMYK)
+            window: geometry.window(inputWidth: session.outputWidth, inputHeight: session.outputHeight),
+            kernel: options.kernel, channels: .independent, linearLight: options.linearLight && !keepsCMYK)
         try session.readRows(into: ResizingTarget(resizer: resizer), allowsTruncatedData: false)
         let image = RasterImage(
-            validatedWidth: geometry.scaledWidth, height: geometry.scaledHeight, bytesPerRow: geometry.scaledWidth * 4,
+            validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight, bytesPerRow: geometry.croppedWidth * 4,
             frames: [.init(pixels: resizer.finish())], alphaMode: .straight, loopCount: 1,
             orientation: metadata.orientation, iccProfile: metadata.iccProfile, format: .jpeg, hasAlpha: false)
         return ThumbnailFinisher.finish(
@@ -61,6 +60,7 @@ extension PNGDecoder {
         let session = try PNGReadSession(reader)
         let header = try session.readHeader()
         try options.limits.check(width: header.width, height: header.height, format: .png)
+        try checkRowBuffers(width: header.width, limits: options.limits)
         if header.interlaced {
             // Adam7 passes each cover the whole image: decode it, then resize.
             reader.seek(to: 0)
@@ -69,19 +69,18 @@ extension PNGDecoder {
         _ = try session.startRGBA8()
         // An eXIf after the image data is found only at the end; the box is fitted
         // to the orientation known from the header.
-        let geometry = ThumbnailGeometry(
+        let geometry = try ThumbnailGeometry(
             sourceWidth: header.width, sourceHeight: header.height, orientation: header.orientation ?? .up,
             options: options)
         let resizer = StreamingResizer(
-            inputWidth: header.width, inputHeight: header.height, outputWidth: geometry.scaledWidth,
-            outputHeight: geometry.scaledHeight, kernel: options.kernel,
+            window: geometry.window(inputWidth: header.width, inputHeight: header.height), kernel: options.kernel,
             channels: header.hasAlpha ? .straightAlpha : .independent, linearLight: options.linearLight)
         _ = try readRows(
             session, passes: 1, height: header.height, into: ResizingTarget(resizer: resizer, maxRows: 1),
             allowsTruncatedData: false)
         let orientation = try finish(session, header: header, truncated: false, false)
         let image = RasterImage(
-            validatedWidth: geometry.scaledWidth, height: geometry.scaledHeight, bytesPerRow: geometry.scaledWidth * 4,
+            validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight, bytesPerRow: geometry.croppedWidth * 4,
             frames: [.init(pixels: resizer.finish())], alphaMode: .straight, loopCount: 1, orientation: orientation,
             iccProfile: header.iccProfile, format: .png, hasAlpha: header.hasAlpha)
         return ThumbnailFinisher.finish(image, geometry: geometry, options: options)
@@ -109,17 +108,16 @@ extension TIFFDecoder {
         guard page.color != nil else {
             return try file.decodePage(options: DecodingOptions(limits: options.limits)).thumbnail(options: options)
         }
-        let geometry = ThumbnailGeometry(
+        let geometry = try ThumbnailGeometry(
             sourceWidth: page.width, sourceHeight: page.height, orientation: page.orientation, options: options)
         let associated = page.alpha?.associated == true
         let resizer = StreamingResizer(
-            inputWidth: page.width, inputHeight: page.height, outputWidth: geometry.scaledWidth,
-            outputHeight: geometry.scaledHeight, kernel: options.kernel,
+            window: geometry.window(inputWidth: page.width, inputHeight: page.height), kernel: options.kernel,
             channels: page.alpha != nil && !associated ? .straightAlpha : .independent,
             linearLight: options.linearLight)
         _ = try file.readRows(page, into: ResizingTarget(resizer: resizer, maxRows: 1), allowsTruncatedData: false)
         let image = RasterImage(
-            validatedWidth: geometry.scaledWidth, height: geometry.scaledHeight, bytesPerRow: geometry.scaledWidth * 4,
+            validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight, bytesPerRow: geometry.croppedWidth * 4,
             frames: [.init(pixels: resizer.finish())], alphaMode: associated ? .premultiplied : .straight,
             loopCount: 1, orientation: page.orientation, iccProfile: page.iccProfile, format: .tiff,
             hasAlpha: page.alpha != nil)
@@ -135,16 +133,15 @@ extension BMPDecoder {
         if header.compression == .rle8 || header.compression == .rle4 {
             return try decode(reader, options: DecodingOptions(limits: options.limits)).thumbnail(options: options)
         }
-        let geometry = ThumbnailGeometry(
+        let geometry = try ThumbnailGeometry(
             sourceWidth: header.width, sourceHeight: header.height, orientation: .up, options: options)
         let resizer = StreamingResizer(
-            inputWidth: header.width, inputHeight: header.height, outputWidth: geometry.scaledWidth,
-            outputHeight: geometry.scaledHeight, kernel: options.kernel,
+            window: geometry.window(inputWidth: header.width, inputHeight: header.height), kernel: options.kernel,
             channels: header.hasAlphaChannel ? .straightAlpha : .independent, linearLight: options.linearLight)
         _ = try readRows(
             header, reader, into: ResizingTarget(resizer: resizer, maxRows: 1), allowsTruncatedData: false)
         let image = RasterImage(
-            validatedWidth: geometry.scaledWidth, height: geometry.scaledHeight, bytesPerRow: geometry.scaledWidth * 4,
+            validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight, bytesPerRow: geometry.croppedWidth * 4,
             frames: [.init(pixels: resizer.finish())], alphaMode: .straight, loopCount: 1, orientation: .up,
             iccProfile: header.iccProfile, format: .bmp, hasAlpha: header.hasAlphaChannel)
         return ThumbnailFinisher.finish(image, geometry: geometry, options: options)
@@ -162,7 +159,7 @@ extension WebPDecoder {
                 return try decode(reader, options: DecodingOptions(limits: options.limits, frames: options.frames))
                     .thumbnail(options: options)
             }
-            let geometry = ThumbnailGeometry(
+            let geometry = try ThumbnailGeometry(
                 sourceWidth: width, sourceHeight: height, orientation: container.orientation, options: options)
             // libwebp scales while decoding: to the final size when speed matters most,
             // otherwise by a whole factor leaving at least 2x for the kernel.
@@ -183,7 +180,7 @@ extension WebPDecoder {
                 frames: [.init(pixels: pixels)], alphaMode: .straight, loopCount: 1, orientation: container.orientation,
                 iccProfile: container.iccProfile, format: .webp, hasAlpha: features.has_alpha != 0)
             let scaled = decoded.resized(
-                width: geometry.scaledWidth, height: geometry.scaledHeight, kernel: options.kernel,
+                window: geometry.window(inputWidth: decodeWidth, inputHeight: decodeHeight), kernel: options.kernel,
                 linearLight: options.linearLight)
             return ThumbnailFinisher.finish(scaled, geometry: geometry, options: options)
         }

@@ -6,10 +6,13 @@ extension RasterImage {
     /// shrinks while loading and never holds the full-size image.
     ///
     /// ```swift
-    /// let small = image.thumbnail(options: ThumbnailOptions(maxPixelSize: 256))
+    /// let small = try image.thumbnail(options: ThumbnailOptions(maxPixelSize: 256))
     /// ```
-    public func thumbnail(options: ThumbnailOptions) -> RasterImage {
-        let geometry = ThumbnailGeometry(
+    ///
+    /// Throws ``ImageDecodingError/Reason/invalidThumbnailSize(width:height:)`` for a box
+    /// outside `1...ThumbnailOptions.maxSide` or larger than the limits allow.
+    public func thumbnail(options: ThumbnailOptions) throws(ImageDecodingError) -> RasterImage {
+        let geometry = try ThumbnailGeometry(
             sourceWidth: width, sourceHeight: height, orientation: orientation, options: options)
         let kept: [Frame]
         switch options.frames {
@@ -17,8 +20,9 @@ extension RasterImage {
         case .all: kept = frames
         case .index(let n): kept = [frames[min(max(n, 0), frames.count - 1)]]
         }
+        // Only the part the crop keeps is resampled.
         let scaled = with(frames: kept).resized(
-            width: geometry.scaledWidth, height: geometry.scaledHeight, kernel: options.kernel,
+            window: geometry.window(inputWidth: width, inputHeight: height), kernel: options.kernel,
             linearLight: options.linearLight)
         return ThumbnailFinisher.finish(scaled, geometry: geometry, options: options)
     }
@@ -53,7 +57,8 @@ extension RasterImage {
 /// The last steps every thumbnail shares, on the small image: crop, straight alpha,
 /// colour to sRGB, orientation.
 enum ThumbnailFinisher {
-    /// `image` is resampled to the geometry's scaled size, in the stored orientation.
+    /// `image` is resampled to the geometry's scaled size, or already cropped from it,
+    /// in the stored orientation.
     /// `colorModel` says what its pixels hold (`.cmyk` only when the caller has checked
     /// that the profile converts them).
     static func finish(

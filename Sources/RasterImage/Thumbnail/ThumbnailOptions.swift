@@ -48,11 +48,16 @@ public struct ThumbnailOptions: Sendable, Hashable {
     /// The format ``ImageDecoder/encodedThumbnail(_:options:)`` writes.
     public var outputFormat: OutputFormat = .automatic()
 
-    /// A box of `width` x `height`.
+    /// The longest side a thumbnail box may have.
+    public static let maxSide = 16_384
+
+    /// A box of `width` x `height`, each side clamped to `1...maxSide`, so a size that
+    /// came from a request (`?size=0`) gives the nearest possible box, never a crash.
+    /// A box set through the properties afterwards is checked when the thumbnail is
+    /// made (``ImageDecodingError/Reason/invalidThumbnailSize(width:height:)``).
     public init(width: Int, height: Int, fit: Fit = .fit) {
-        precondition(width > 0 && height > 0, "a thumbnail box needs a positive size")
-        self.width = width
-        self.height = height
+        self.width = min(max(width, 1), ThumbnailOptions.maxSide)
+        self.height = min(max(height, 1), ThumbnailOptions.maxSide)
         self.fit = fit
     }
 
@@ -63,26 +68,53 @@ public struct ThumbnailOptions: Sendable, Hashable {
 }
 
 /// The sizes a thumbnail goes through, in the stored (not yet upright) orientation.
+/// For `.fill`, only the part of the scaled image that the crop keeps is ever
+/// computed: the work and memory follow the box, not the scaled size, which can be
+/// enormous for a long, thin source.
 struct ThumbnailGeometry: Equatable {
-    /// The size the whole image is resampled to.
+    /// The size the whole image would be resampled to.
     let scaledWidth: Int
     let scaledHeight: Int
     /// The size after cropping (`.fill`); the scaled size for `.fit`.
     let croppedWidth: Int
     let croppedHeight: Int
+    /// Where the crop starts in the scaled image.
+    var cropX: Int { (scaledWidth - croppedWidth) / 2 }
+    var cropY: Int { (scaledHeight - croppedHeight) / 2 }
 
-    init(sourceWidth: Int, sourceHeight: Int, orientation: Orientation, options: ThumbnailOptions) {
+    /// The largest scaled side kept; the scale itself is still exact up to it.
+    static let maxScaledSide = 1 << 40
+
+    init(sourceWidth: Int, sourceHeight: Int, orientation: Orientation, options: ThumbnailOptions)
+        throws(ImageDecodingError)
+    {
+        guard (1...ThumbnailOptions.maxSide).contains(options.width),
+            (1...ThumbnailOptions.maxSide).contains(options.height), sourceWidth > 0, sourceHeight > 0
+        else {
+            throw ImageDecodingError(.invalidThumbnailSize(width: options.width, height: options.height))
+        }
         let swaps = options.appliesOrientation && orientation.swapsDimensions
         let (shownWidth, shownHeight) = swaps ? (sourceHeight, sourceWidth) : (sourceWidth, sourceHeight)
         let fitX = Double(options.width) / Double(shownWidth)
         let fitY = Double(options.height) / Double(shownHeight)
         var scale = options.fit == .fit ? min(fitX, fitY) : max(fitX, fitY)
         if !options.allowsUpscaling { scale = min(scale, 1) }
-        let width = max(1, Int((Double(shownWidth) * scale).rounded()))
-        let height = max(1, Int((Double(shownHeight) * scale).rounded()))
+        let sides = 1...ThumbnailGeometry.maxScaledSide
+        let width = Checked.clampedInt((Double(shownWidth) * scale).rounded(), to: sides) ?? 1
+        let height = Checked.clampedInt((Double(shownHeight) * scale).rounded(), to: sides) ?? 1
         let cropWidth = options.fit == .fill ? min(width, options.width) : width
         let cropHeight = options.fit == .fill ? min(height, options.height) : height
+        guard let pixels = Checked.multiply(cropWidth, cropHeight), pixels <= options.limits.maxPixelsPerFrame else {
+            throw ImageDecodingError(.invalidThumbnailSize(width: cropWidth, height: cropHeight))
+        }
         (scaledWidth, scaledHeight) = swaps ? (height, width) : (width, height)
         (croppedWidth, croppedHeight) = swaps ? (cropHeight, cropWidth) : (cropWidth, cropHeight)
+    }
+
+    /// The resize that makes the cropped image straight from a source of this size.
+    func window(inputWidth: Int, inputHeight: Int) -> ResizeWindow {
+        ResizeWindow(
+            inputWidth: inputWidth, inputHeight: inputHeight, scaledWidth: scaledWidth, scaledHeight: scaledHeight,
+            x: cropX, y: cropY, width: croppedWidth, height: croppedHeight)
     }
 }
