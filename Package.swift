@@ -1,4 +1,5 @@
 // swift-tools-version:6.0
+import Foundation
 import PackageDescription
 
 let package = Package(
@@ -100,3 +101,15 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The libFuzzer targets (Fuzz/), only when scripts/fuzz.sh builds them with
+// -sanitize=fuzzer,address in .build-fuzz: never part of the normal build.
+if ProcessInfo.processInfo.environment["IMAGELOADER_FUZZ"] == "1" {
+    package.targets += [
+        .target(name: "CFuzzDriver", path: "Fuzz/CFuzzDriver"),
+        .executableTarget(
+            name: "ImageLoaderFuzz",
+            dependencies: ["CFuzzDriver", "RasterImage", "ImageLoader"],
+            path: "Fuzz/ImageLoaderFuzz"),
+    ]
+}

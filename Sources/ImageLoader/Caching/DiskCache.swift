@@ -58,7 +58,16 @@ public final class DiskCache: Sendable {
         var totalBytes = 0
         var changesSinceFlush = 0
         var lastFlush = Date.distantPast
+        /// Stores since the folder was last read again (another process may share it).
+        var storesSinceRescan = 0
+        /// The entries folder's modification time after this process's last write:
+        /// when it differs, someone else wrote.
+        var folderStamp = timespec()
     }
+
+    /// Fault injection for the tests: when set, consulted before every file written,
+    /// and an errno it returns fails the write as the file system would (ENOSPC, EROFS).
+    let writeFault = Mutex<(@Sendable (String) -> Int32?)?>(nil)
 
     /// The folder: `entries/`, `tmp/` and the access index.
     public let directory: String
@@ -90,8 +99,10 @@ public final class DiskCache: Sendable {
         self.maxBytes = maxBytes
         self.clock = clock
         state = Mutex(State())
+        // Only this user reads the cache: folders 0700, files 0600.
         for folder in [directory, directory + "/entries", directory + "/tmp"] {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
         let loaded = loadIndex()
         state.withLock { $0 = loaded }
@@ -141,9 +152,53 @@ public final class DiskCache: Sendable {
         let hash = DiskCache.hash(of: response.url)
         let bytes = try EntryFile.encode(response, body: body)
         let created = state.withLock { $0.index[hash]?.created }
+        let othersWrote = folderChangedByOthers()
         try write(bytes, to: path(hash, .response))
         record(hash, size: bytes.count, kind: .response, keepingCreated: created)
+        let rescan = state.withLock { state -> Bool in
+            state.storesSinceRescan += 1
+            state.folderStamp = folderStamp()
+            return othersWrote || state.storesSinceRescan >= 16
+        }
+        if rescan { rescanFolder() }
         evictIfNeeded()
+    }
+
+    // MARK: Sharing the folder with other processes
+
+    private func folderStamp() -> timespec {
+        var info = stat()
+        return stat(entriesDirectory, &info) == 0 ? info.st_mtim : timespec()
+    }
+
+    /// Whether the entries folder changed since this process last wrote to it.
+    private func folderChangedByOthers() -> Bool {
+        let now = folderStamp()
+        let last = state.withLock { $0.folderStamp }
+        return now.tv_sec != last.tv_sec || now.tv_nsec != last.tv_nsec
+    }
+
+    /// Reads the folder again, so entries other processes wrote (or removed) count
+    /// toward ``maxBytes``: their last access is the later of the saved index's and
+    /// the file's date, so another process's fresh entries are not taken for old ones.
+    private func rescanFolder() {
+        let onDisk = loadIndex()
+        state.withLock { state in
+            // Files on disk are the truth of what exists; this process's own record of an
+            // entry is the truth of when it used it; others' entries come with the saved
+            // index's dates, or their file's.
+            var merged = onDisk.index
+            for (name, entry) in merged {
+                if var mine = state.index[name] {
+                    mine.size = entry.size
+                    mine.lastAccess = max(mine.lastAccess, entry.lastAccess)
+                    merged[name] = mine
+                }
+            }
+            state.index = merged
+            state.totalBytes = merged.values.reduce(0) { Checked.saturatingAdd($0, $1.size) }
+            state.storesSinceRescan = 0
+        }
     }
 
     /// Replaces the stored response's metadata, keeping its body (after a 304).
@@ -258,8 +313,10 @@ public final class DiskCache: Sendable {
         let file =
             entriesDirectory + "/" + (name.hasSuffix(FileKind.failure.suffix) ? name : name + FileKind.response.suffix)
         unlink(file)
+        let stamp = folderStamp()
         state.withLock { state in
             if let entry = state.index.removeValue(forKey: name) { state.totalBytes -= entry.size }
+            state.folderStamp = stamp
         }
     }
 
@@ -315,8 +372,11 @@ public final class DiskCache: Sendable {
     /// Writes to a temporary file in the cache, then renames it over `path`: readers
     /// see the old file or the new one, never part of one.
     private func write(_ bytes: [UInt8], to path: String) throws {
+        if let fault = writeFault.withLock({ $0 }), let code = fault(path) {
+            throw DiskCacheError(path: path, errno: code)
+        }
         let temporary = temporaryDirectory + "/" + UUID().uuidString
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw DiskCacheError(path: temporary, errno: errno) }
         var written = 0
         let result = bytes.withUnsafeBytes { buffer -> Int32 in
@@ -371,8 +431,9 @@ public final class DiskCache: Sendable {
             present[name] = entry
         }
         state.index = present
-        state.totalBytes = present.values.reduce(0) { $0 + $1.size }
+        state.totalBytes = present.values.reduce(0) { Checked.saturatingAdd($0, $1.size) }
         state.lastFlush = clock()
+        state.folderStamp = folderStamp()
         return state
     }
 

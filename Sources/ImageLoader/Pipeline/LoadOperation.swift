@@ -242,6 +242,9 @@ struct LoadOperation: Sendable {
                     try disk.store(entry, body: bytes)
                     return .networkToDisk
                 } catch {
+                    // A full or read-only disk: the image is still served, from memory next time.
+                    context.logger.warning(
+                        "disk cache write failed", metadata: ["url": "\(key)", "error": "\(error)"])
                     return .network
                 }
             }

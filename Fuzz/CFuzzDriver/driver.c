@@ -1,0 +1,2 @@
+// Nothing to compile: the header declares libFuzzer's LLVMFuzzerRunDriver.
+#include "CFuzzDriver.h"

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs one libFuzzer target for SECONDS (default 60), built with the toolchain's
+# -sanitize=fuzzer,address in its own folder (.build-fuzz), seeded from Fixtures.
+#   bash scripts/fuzz.sh TARGET [SECONDS] [extra libFuzzer flags...]
+# TARGET: png jpeg gif tiff webp bmp cache-policy http-date disk-entry sniff (or "all").
+# Crashes, leaks and timeouts land in .build-fuzz/findings/TARGET/; turn each into a
+# file in Fixtures/hostile/ with a test. The corpus grows in .build-fuzz/corpus/TARGET.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+target="${1:?usage: fuzz.sh TARGET [SECONDS]}"
+seconds="${2:-60}"
+shift $(($# < 2 ? $# : 2))
+
+targets=(png jpeg gif tiff webp bmp cache-policy http-date disk-entry sniff)
+if [[ "$target" == all ]]; then
+  for t in "${targets[@]}"; do bash "$0" "$t" "$seconds" "$@"; done
+  exit 0
+fi
+
+bash scripts/install-system-libraries.sh >/dev/null
+IMAGELOADER_FUZZ=1 swift build --scratch-path .build-fuzz --product ImageLoaderFuzz \
+  -Xswiftc -sanitize=fuzzer,address -Xcc -fsanitize=fuzzer-no-link,address >&2
+binary="$(IMAGELOADER_FUZZ=1 swift build --scratch-path .build-fuzz --show-bin-path)/ImageLoaderFuzz"
+
+corpus=".build-fuzz/corpus/$target"
+findings=".build-fuzz/findings/$target"
+mkdir -p "$corpus" "$findings"
+seed() { for f in "$@"; do [[ -f "$f" ]] && cp -n "$f" "$corpus/" ; done; true; }
+case "$target" in
+  png) seed Fixtures/images/png-* Fixtures/hostile/*.png ;;
+  jpeg) seed Fixtures/images/jpeg-* Fixtures/hostile/*.jpg ;;
+  gif) seed Fixtures/images/gif-* Fixtures/hostile/*.gif ;;
+  tiff) seed Fixtures/images/tiff-* Fixtures/hostile/*.tif ;;
+  webp) seed Fixtures/images/webp-* Fixtures/hostile/*.webp ;;
+  bmp) seed Fixtures/images/bmp-* Fixtures/hostile/*.bmp ;;
+  sniff) seed Fixtures/images/*-8bit.bmp Fixtures/images/png-rgb8.png Fixtures/images/jpeg-420.jpg ;;
+  cache-policy | http-date | disk-entry) seed Fuzz/seeds/"$target"/* ;;
+  *) echo "fuzz.sh: unknown target $target (one of: ${targets[*]})" >&2; exit 64 ;;
+esac
+
+# The decoders' own limits keep memory low; libFuzzer's caps catch what gets past them.
+FUZZ_TARGET="$target" ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}" \
+  "$binary" "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+  -max_len=262144 -artifact_prefix="$findings/" -print_final_stats=1 "$@"
