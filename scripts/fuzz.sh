@@ -19,7 +19,7 @@ fi
 
 bash scripts/install-system-libraries.sh >/dev/null
 IMAGELOADER_FUZZ=1 swift build --scratch-path .build-fuzz --product ImageLoaderFuzz \
-  -Xswiftc -sanitize=fuzzer,address -Xcc -fsanitize=fuzzer-no-link,address >&2
+  -Xswiftc -sanitize=fuzzer,address -Xcc -fsanitize=fuzzer-no-link,address -Xswiftc -use-ld=lld >&2
 binary="$(IMAGELOADER_FUZZ=1 swift build --scratch-path .build-fuzz --show-bin-path)/ImageLoaderFuzz"
 
 corpus=".build-fuzz/corpus/$target"

@@ -1,111 +1,9 @@
-// libFuzzer targets for every parser of untrusted input. Built only by
-// scripts/fuzz.sh (IMAGELOADER_FUZZ=1, -sanitize=fuzzer,address, .build-fuzz);
-// FUZZ_TARGET names the target. A target returns normally for every input: a typed
-// error is the right answer to bad bytes; a trap, a leak or a hang is a finding.
+// libFuzzer's entry for every parser of untrusted input (Targets.swift). Built only
+// by scripts/fuzz.sh (IMAGELOADER_FUZZ=1, -sanitize=fuzzer,address, .build-fuzz);
+// FUZZ_TARGET names the target. SwiftPM names this executable's entry point
+// ImageLoaderFuzz_main, which hands over to libFuzzer's driver.
 import CFuzzDriver
 import Foundation
-@testable import ImageLoader
-import RasterImage
-
-/// Decoding limits small enough that a fuzzer explores error paths instead of
-/// waiting on legitimate large allocations (the limits' own checks are what is tested).
-nonisolated let fuzzLimits: DecodingLimits = {
-    var limits = DecodingLimits()
-    limits.maxPixelsPerFrame = 4_000_000
-    limits.maxTotalBytes = 64 << 20
-    limits.maxWorkingBytes = 64 << 20
-    limits.maxTotalPixels = 16_000_000
-    limits.maxFrames = 200
-    return limits
-}()
-
-/// One decoder through the public API: info, a full decode, a thumbnail that fills a
-/// small box, and a truncation-tolerant decode.
-func fuzzDecoder(_ format: ImageFormat, _ bytes: [UInt8]) {
-    guard ImageFormat.sniff(bytes) == format else { return }
-    let decoder = ImageDecoder(options: DecodingOptions(limits: fuzzLimits))
-    _ = try? decoder.info(.bytes(bytes))
-    _ = try? decoder.decode(.bytes(bytes), options: DecodingOptions(limits: fuzzLimits, frames: .all))
-    _ = try? decoder.decode(
-        .bytes(bytes), options: DecodingOptions(limits: fuzzLimits, frames: .first, allowsTruncatedData: true))
-    var fill = ThumbnailOptions(width: 17, height: 9, fit: .fill)
-    fill.limits = fuzzLimits
-    _ = try? decoder.thumbnail(.bytes(bytes), options: fill)
-    var fit = ThumbnailOptions(maxPixelSize: 24)
-    fit.limits = fuzzLimits
-    fit.allowsUpscaling = true
-    _ = try? decoder.thumbnail(.bytes(bytes), options: fit)
-}
-
-/// Header lines "Name: value" (the first line may be a status code), as a response
-/// the cache stores, then every rule of the policy over it.
-func fuzzCachePolicy(_ bytes: [UInt8]) {
-    let text = String(decoding: bytes, as: UTF8.self)
-    var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-    let status = lines.first.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 200
-    if lines.first.flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) != nil { lines.removeFirst() }
-    let headers = lines.compactMap { line -> HeaderField? in
-        guard let colon = line.firstIndex(of: ":") else { return nil }
-        return HeaderField(String(line[..<colon]), String(line[line.index(after: colon)...]))
-    }
-    let now = Date(timeIntervalSince1970: 1_800_000_000)
-    let response = StoredResponse(
-        url: "https://example.com/a.png", status: status, headers: headers, requestTime: now.addingTimeInterval(-1),
-        responseTime: now)
-    let policy = HTTPCachePolicy()
-    for at in [now, now.addingTimeInterval(86_400 * 365)] {
-        let evaluation = policy.evaluate(response, now: at)
-        _ = evaluation.lifetime - evaluation.age
-    }
-    _ = HTTPCachePolicy(useServerCachePolicy: true, defaultMaxAge: 60).freshnessLifetime(response)
-    _ = policy.isStorable(response)
-    _ = policy.matchesVary(response, requestHeaders: headers)
-    _ = policy.varyingRequestHeaders(for: response, requestHeaders: headers)
-    _ = policy.conditionalHeaders(for: response)
-    _ = policy.notModified(headers, matches: response)
-    _ = policy.updating(response, with: headers, requestTime: now, responseTime: now)
-    // The failure memory reads max-age the same way.
-    _ = CacheControl(headerValues: response.values("Cache-Control")).maxAge.map(TimeInterval.init)
-}
-
-func fuzzHTTPDate(_ bytes: [UInt8]) {
-    let text = String(decoding: bytes, as: UTF8.self)
-    if let date = HTTPDate.parse(text) {
-        // Whatever parses must format and parse back to the same second.
-        let again = HTTPDate.parse(HTTPDate.format(date))
-        if again != date { fatalError("HTTP date does not round-trip: \(text)") }
-    }
-    _ = HTTPDate.format(Date(timeIntervalSince1970: Double(bytes.count) * 1e15))
-}
-
-nonisolated let entryDirectory = NSTemporaryDirectory() + "imageloader-fuzz-\(getpid())"
-
-/// The entry format, straight and through a cache folder that holds the bytes as an entry.
-func fuzzDiskEntry(_ bytes: [UInt8]) {
-    if let (response, body) = EntryFile.decode(bytes) {
-        // A decoded entry re-encodes to what it was read from.
-        if let encoded = try? EntryFile.encode(response, body: body), EntryFile.decode(encoded) == nil {
-            fatalError("entry does not round-trip")
-        }
-    }
-    guard let cache = try? DiskCache(directory: entryDirectory, maxBytes: 1 << 20) else { return }
-    let key = "https://example.com/fuzz.png"
-    let path = entryDirectory + "/entries/" + DiskCache.hash(of: key) + ".response"
-    FileManager.default.createFile(atPath: path, contents: Data(bytes))
-    _ = cache.response(for: key)
-    _ = cache.statistics
-    // The index too: the same bytes as the access index, read by a new cache.
-    FileManager.default.createFile(atPath: entryDirectory + "/index.json", contents: Data(bytes))
-    _ = try? DiskCache(directory: entryDirectory, maxBytes: 1 << 20).statistics
-}
-
-func fuzzSniff(_ bytes: [UInt8]) {
-    _ = ImageFormat.sniff(bytes)
-    let text = String(decoding: bytes.prefix(64), as: UTF8.self)
-    _ = ImageFormat(contentType: text)
-    _ = try? AcceptedContentTypes.default.validate(bytes.prefix(64), declaredContentType: text)
-    _ = try? AcceptedContentTypes.default.validate(bytes.prefix(64), declaredContentType: nil)
-}
 
 nonisolated let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "png": { fuzzDecoder(.png, $0) },
@@ -120,23 +18,26 @@ nonisolated let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "sniff": fuzzSniff,
 ]
 
-// Set once, before libFuzzer starts calling back, and only read afterwards, on the one
-// thread libFuzzer runs inputs on.
-nonisolated(unsafe) var selected: @Sendable ([UInt8]) -> Void = { _ in }
+/// The target FUZZ_TARGET names, looked up once.
+nonisolated let selected: (@Sendable ([UInt8]) -> Void)? = targets[
+    ProcessInfo.processInfo.environment["FUZZ_TARGET"] ?? ""]
 
-@_cdecl("ImageLoaderFuzz_main")
-func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    let name = ProcessInfo.processInfo.environment["FUZZ_TARGET"] ?? ""
-    guard let target = targets[name] else {
+/// Called by libFuzzer for every input.
+@_cdecl("LLVMFuzzerTestOneInput")
+func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    guard let selected else {
         FileHandle.standardError.write(
             Data("FUZZ_TARGET must be one of: \(targets.keys.sorted().joined(separator: ", "))\n".utf8))
-        return 2
+        exit(2)
     }
-    selected = target
+    selected(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
+    return 0
+}
+
+/// The executable's entry when SwiftPM's own main calls it: libFuzzer's driver takes over.
+@_cdecl("ImageLoaderFuzz_main")
+func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     var argc = argc
     var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv) { data, size in
-        selected(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
-        return 0
-    }
+    return LLVMFuzzerRunDriver(&argc, &argv) { data, size in fuzzOneInput(data, size) }
 }
