@@ -142,18 +142,24 @@ struct BMPHeader {
         var paletteEntryBytes = 4
         var colorsUsed = 0
         if headerSize == 12 {
-            width = Int(bytes.uint16(at: 18)!)
-            height = Int(bytes.uint16(at: 20)!)
+            guard let w = bytes.uint16(at: 18), let h = bytes.uint16(at: 20), let bits = bytes.uint16(at: 24) else {
+                throw fail(.truncated, "incomplete headers")
+            }
+            width = Int(w)
+            height = Int(h)
             topDown = false
-            bitsPerPixel = Int(bytes.uint16(at: 24)!)
+            bitsPerPixel = Int(bits)
             compression = .rgb
             paletteEntryBytes = 3
         } else {
-            width = Int(bytes.int32(at: 18)!)
-            let rawHeight = Int(bytes.int32(at: 22)!)
+            guard let w = bytes.int32(at: 18), let h = bytes.int32(at: 22), let bits = bytes.uint16(at: 28) else {
+                throw fail(.truncated, "incomplete headers")
+            }
+            width = Int(w)
+            let rawHeight = Int(h)  // Int32.min's magnitude fits in an Int
             topDown = rawHeight < 0
             height = abs(rawHeight)
-            bitsPerPixel = Int(bytes.uint16(at: 28)!)
+            bitsPerPixel = Int(bits)
             let rawCompression = headerSize >= 20 ? bytes.uint32(at: 30) ?? 0 : 0
             guard let known = BMPCompression(rawValue: rawCompression) else {
                 throw fail(.unsupported, "compression \(rawCompression)")

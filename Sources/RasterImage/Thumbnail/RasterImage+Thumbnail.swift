@@ -27,15 +27,18 @@ extension RasterImage {
         return ThumbnailFinisher.finish(scaled, geometry: geometry, options: options)
     }
 
-    /// The `width` x `height` rectangle at (`x`, `y`) of every frame.
+    /// The `width` x `height` rectangle at (`x`, `y`) of every frame. A rectangle
+    /// reaching outside the image (a crop that came from a request) is clamped to the
+    /// image, and is at least one pixel.
     ///
     /// ```swift
     /// let corner = image.cropped(x: 0, y: 0, width: 64, height: 64)
     /// ```
     public func cropped(x: Int, y: Int, width: Int, height: Int) -> RasterImage {
-        precondition(
-            x >= 0 && y >= 0 && width > 0 && height > 0 && x + width <= self.width && y + height <= self.height,
-            "the crop rectangle must lie inside the image")
+        let x = min(max(x, 0), self.width - 1)
+        let y = min(max(y, 0), self.height - 1)
+        let width = min(max(width, 1), self.width - x)
+        let height = min(max(height, 1), self.height - y)
         if x == 0 && y == 0 && width == self.width && height == self.height { return self }
         let stride = bytesPerRow
         let frames = self.frames.map { frame in
