@@ -169,3 +169,37 @@ struct CommandLineTests {
         #expect(result.stdout.isEmpty)
     }
 }
+
+/// Hostile files through the command as a whole process: a typed error or a result,
+/// never a crash, and never more memory than a small constant past the process's own.
+@Suite("Hostile files as a process")
+struct HostileProcessTests {
+    static let hostile: [String] = {
+        let folder = Command.fixture("hostile")
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return names.filter { !$0.hasSuffix(".py") }.sorted()
+    }()
+
+    @Test("decode and fill thumbnails of every hostile file stay within a bounded peak RSS", arguments: hostile)
+    func boundedMemory(_ name: String) throws {
+        try Command.withTemporaryDirectory { directory in
+            let input = Command.fixture("hostile/" + name)
+            // The process's own baseline: a thumbnail of a small, ordinary image.
+            let baseline = try Command.peakMemory([
+                "thumbnail", Command.fixture("images/png-rgb8.png"), "--size", "64", "-o", directory.path + "/base.png",
+            ])
+            for arguments in [
+                ["thumbnail", input, "--size", "256", "--fill", "-o", directory.path + "/t.png"],
+                ["thumbnail", input, "--size", "256", "--fill", "--upscale", "-o", directory.path + "/u.png"],
+                ["decode", input, "-o", directory.path + "/d.png"],
+            ] {
+                let run = try Command.peakMemory(arguments)
+                #expect(!run.signaled, "\(name) \(arguments[0]) crashed")
+                #expect(run.status == 0 || run.status == 1, "\(name) \(arguments[0]): exit \(run.status)")
+                // Every file here either fails before allocating or is small: 64 MiB past the baseline is
+                // far below what any of them once asked for (1 to 200 GB).
+                #expect(run.maxRSSKiB < baseline.maxRSSKiB + 64 << 10, "\(name) \(arguments): \(run.maxRSSKiB) KiB")
+            }
+        }
+    }
+}

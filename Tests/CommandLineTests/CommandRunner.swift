@@ -75,3 +75,26 @@ enum Command {
         return try await body(directory)
     }
 }
+
+extension Command {
+    /// Runs the executable with output discarded and returns its exit status, whether a
+    /// signal ended it, and its own peak resident memory in KiB (`wait4`'s rusage of
+    /// that one child, not of every child of the test process).
+    static func peakMemory(_ arguments: [String]) throws -> (status: Int32, signaled: Bool, maxRSSKiB: Int) {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable.path, &actions, nil, argv, environ)
+        guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO) }
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+        let signaled = (status & 0x7F) != 0 && (status & 0x7F) != 0x7F
+        return ((status >> 8) & 0xFF, signaled, Int(usage.ru_maxrss))
+    }
+}

@@ -33,6 +33,16 @@ enum BMPDecoder: FormatDecoder {
                 allowsTruncatedData: options.allowsTruncatedData, skippedPixels: &skipped)
             hasAlpha = skipped
         } else {
+            // Uncompressed rows have a known size: data too short to hold them is truncated,
+            // found before the output is allocated (a 62-byte header may claim 400 MB).
+            let end = Checked.multiply(header.storedRowBytes, header.height).flatMap {
+                Checked.add(header.pixelOffset, $0)
+            }
+            if !options.allowsTruncatedData, end.map({ reader.size < $0 }) ?? true {
+                throw ImageDecodingError(
+                    .truncated, format: .bmp,
+                    message: "\(reader.size) bytes cannot hold \(header.height) rows of \(header.storedRowBytes) bytes")
+            }
             var truncated = false
             pixels = try PixelBuffer.make(count: bytesPerRow * header.height) { base in
                 truncated = try readRows(
