@@ -127,6 +127,12 @@ struct ResourceLimitTests {
             linearLight: false)
         #expect(window.width == 40 && window.height == 90)
         #expect(window.pixels == whole.pixels)
+        // Filling a box as wide as the image and half as tall scales by 1: the rows are
+        // the source's own, cropped, untouched.
+        var half = ThumbnailOptions(width: image.width, height: image.height / 2, fit: .fill)
+        half.appliesOrientation = false
+        let cropped = try image.thumbnail(options: half)
+        #expect(cropped.pixels == image.cropped(x: 0, y: (image.height - image.height / 2) / 2, width: image.width, height: image.height / 2).straightAlpha().pixels)
     }
 
     @Test("thumbnail boxes from a request: zero and negative sides clamp, bad ones set later are typed errors")

@@ -133,20 +133,20 @@ final class StreamingResizer {
     /// Whether every input row has arrived.
     var isComplete: Bool { inputRowsSeen == inputRows.upperBound }
 
-    /// Whether the size does not change: rows are then copied through untouched.
-    var isIdentity: Bool { window.isIdentity }
-
     /// Takes input row `y` (`inputWidth` pixels, 4 bytes each). Rows come in order;
     /// rows the resize does not need (outside ``inputRows``, or again) are ignored.
     func consume(_ row: UnsafePointer<UInt8>, at y: Int) {
         guard y == inputRowsSeen, y < inputRows.upperBound else { return }
-        if isIdentity {
-            output.withUnsafeMutableBufferPointer { out in
-                (out.baseAddress! + (inputRowsSeen - outputRows.lowerBound) * outputWidth * 4)
-                    .update(from: row, count: outputWidth * 4)
+        if window.isCropOnly {
+            // No scaling: the window's pixels are copied untouched.
+            let band = y - window.y - outputRows.lowerBound
+            if band >= 0 && band < outputRows.count {
+                output.withUnsafeMutableBufferPointer { out in
+                    (out.baseAddress! + band * outputWidth * 4).update(from: row + window.x * 4, count: outputWidth * 4)
+                }
             }
             inputRowsSeen += 1
-            nextOutputRow = inputRowsSeen
+            nextOutputRow = min(outputRows.upperBound, max(nextOutputRow, y - window.y + 1))
             return
         }
         accumulate(row)
@@ -331,6 +331,9 @@ struct ResizeWindow: Equatable {
             (inputWidth, inputHeight, scaledWidth, scaledHeight)
         (self.x, self.y, self.width, self.height) = (x, y, width, height)
     }
+
+    /// No scaling, at most a crop.
+    var isCropOnly: Bool { inputWidth == scaledWidth && inputHeight == scaledHeight }
 
     /// Nothing changes: the input is the output.
     var isIdentity: Bool {
