@@ -220,9 +220,11 @@ struct LoaderOptionsTests {
 
     @Test("a connection that is refused is a network error")
     func refused() async throws {
-        let origin = try await TestOrigin.start()
-        let url = origin.url("/x.png")
-        await origin.stop()
+        // A port held bound but not listening: a stopped server's port could be taken by
+        // another test's server before the request is made.
+        let refusing = try RefusingPort()
+        defer { refusing.close() }
+        let url = refusing.url("/x.png")
         let harness = LoaderHarness()
         defer { Task { await harness.cleanUp() } }
         let loader = try harness.loader()

@@ -29,10 +29,11 @@ struct NetworkFaultTests {
         await harness.cleanUp()
     }
 
-    /// How long a fault may take to become an error. Generous: the whole suite runs in
-    /// parallel on two cores, where a load can wait seconds for a thread; every fault
-    /// here would otherwise last 30 s or forever.
-    static let bound = 15.0
+    /// How long a fault may take to become an error, once the loader has answered a good
+    /// request. Generous: the whole test run shares two cores, where a load can wait
+    /// seconds for a thread; every fault here would otherwise last twice as long, or
+    /// forever. `IMAGELOADER_TEST_TIME_SCALE` stretches it under the sanitizers.
+    static let bound = 15.0 * (ProcessInfo.processInfo.environment["IMAGELOADER_TEST_TIME_SCALE"].flatMap(Double.init) ?? 1)
 
     /// A good PNG response, cacheable for an hour.
     static let good = FaultOrigin.response(
@@ -44,6 +45,10 @@ struct NetworkFaultTests {
         _ origin: FaultOrigin, _ loader: ImageLoader, path: String, within seconds: Double,
         sourceLocation: SourceLocation = #_sourceLocation, _ expected: (ImageLoadingError.Reason) -> Bool
     ) async throws {
+        // A good load first: the time measured is the fault's, not a wait for the test
+        // run's busy threads or the HTTP client's start.
+        origin.script("/warm", [.send(NetworkFaultTests.good)])
+        _ = try await loader.image(for: origin.url("/warm"), options: LoadOptions(cachePolicy: .reload))
         let start = ContinuousClock.now
         let error = await loader.loadError(origin.url(path), sourceLocation: sourceLocation)
         let elapsed = ContinuousClock.now - start
@@ -62,9 +67,10 @@ struct NetworkFaultTests {
     @Test("a body sent a byte at a time fails at the total deadline, not when it ends")
     func trickle() async throws {
         try await withFaults(timeout: .milliseconds(1500)) { origin, _, loader in
-            let head = FaultOrigin.response(headers: [("Content-Type", "image/png")], contentLength: 100)
+            let head = FaultOrigin.response(headers: [("Content-Type", "image/png")], contentLength: 100_000)
             // A byte every 0.3 s: never idle long enough for the read timeout, 30 s in all.
-            origin.script("/slow", [.send(head), .trickle(count: 100, interval: 0.3)])  // 30 s
+            // A byte every 0.3 s, never idle for the read timeout, for twice the bound.
+            origin.script("/slow", [.send(head), .trickle(count: Int(NetworkFaultTests.bound * 2 / 0.3), interval: 0.3)])
             try await expectFailureThenRecovery(origin, loader, path: "/slow", within: NetworkFaultTests.bound) { $0 == .timeout }
         }
     }
@@ -80,7 +86,9 @@ struct NetworkFaultTests {
     @Test("sub-second timeouts are kept: 300 ms is neither rounded down to nothing nor up to seconds")
     func subSecondTimeout() async throws {
         try await withFaults(timeout: .milliseconds(300)) { origin, harness, loader in
-            origin.script("/late", [.sleep(30), .send(NetworkFaultTests.good)])
+            origin.script("/late", [.sleep(NetworkFaultTests.bound * 2), .send(NetworkFaultTests.good)])
+            origin.script("/warm", [.send(NetworkFaultTests.good)])
+            _ = try? await loader.image(for: origin.url("/warm"))  // 300 ms may not be enough on a busy run
             let start = ContinuousClock.now
             let error = await loader.loadError(origin.url("/late"))
             #expect(error?.reason == .timeout)

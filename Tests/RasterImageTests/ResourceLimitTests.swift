@@ -87,6 +87,18 @@ struct ResourceLimitTests {
         #expect(image.frames[0].duration == .milliseconds(0xFFFFFF))
     }
 
+    @Test("a lossless WebP's full-size decoding buffer counts toward the working memory")
+    func losslessWebP() throws {
+        let path = Fixtures.root + "/images/webp-lossless.webp"
+        let image = try ImageDecoder().decode(.file(path: path))
+        var limits = DecodingLimits()
+        limits.maxWorkingBytes = image.width * image.height * 4 - 1
+        let error = expectDecodingError { _ = try ImageDecoder(options: DecodingOptions(limits: limits)).decode(.file(path: path)) }
+        #expect(error?.reason == .tooMuchWorkingMemory(bytes: image.width * image.height * 4, limit: limits.maxWorkingBytes))
+        limits.maxWorkingBytes += 1
+        #expect(try ImageDecoder(options: DecodingOptions(limits: limits)).decode(.file(path: path)) == image)
+    }
+
     @Test("GIF frames count toward the total work by their own rectangles")
     func gifTotalWork() throws {
         let path = Fixtures.root + "/images/gif-animation.gif"

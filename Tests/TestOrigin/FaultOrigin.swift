@@ -48,6 +48,8 @@ public final class FaultOrigin: Sendable {
     ) -> [UInt8] {
         var head = "HTTP/1.1 \(status) Status\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        // One request a connection: the client must not reuse it.
+        if !headers.contains(where: { $0.0.lowercased() == "connection" }) { head += "Connection: close\r\n" }
         if !headers.contains(where: { $0.0.lowercased() == "content-length" || $0.0.lowercased() == "transfer-encoding" })
         {
             head += "Content-Length: \(contentLength ?? body.count)\r\n"
@@ -60,10 +62,15 @@ public final class FaultOrigin: Sendable {
     public func count(_ path: String) -> Int { counts.withLock { $0[path] ?? 0 } }
 
     public init() throws {
+        (listener, port) = try FaultOrigin.bindLoopback(listening: true)
+        let thread = Thread { [self] in acceptLoop() }
+        thread.start()
+    }
+
+    /// A TCP socket on 127.0.0.1 and an ephemeral port, listening or only bound.
+    static func bindLoopback(listening: Bool) throws -> (Int32, Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.EIO) }
-        var yes: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -71,7 +78,7 @@ public final class FaultOrigin: Sendable {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0, listen(fd, 64) == 0 else {
+        guard bound == 0, !listening || listen(fd, 64) == 0 else {
             close(fd)
             throw POSIXError(.EADDRINUSE)
         }
@@ -79,10 +86,7 @@ public final class FaultOrigin: Sendable {
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
-        listener = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
-        let thread = Thread { [self] in acceptLoop() }
-        thread.start()
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 
     /// Stops accepting; connections still open end as their scripts do.
@@ -107,8 +111,6 @@ public final class FaultOrigin: Sendable {
     private func serve(_ connection: Int32) {
         var closed = false
         defer { if !closed { close(connection) } }
-        var nosigpipe: Int32 = 1
-        setsockopt(connection, SOL_SOCKET, SO_KEEPALIVE, &nosigpipe, socklen_t(MemoryLayout<Int32>.size))
         // One request per connection: read the head, find the path.
         var head: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -165,6 +167,19 @@ public final class FaultOrigin: Sendable {
         }
         return true
     }
+}
+
+/// A port on 127.0.0.1 that refuses connections: bound, never listening, and held until
+/// ``close()``, so no other server of the test run can take it meanwhile.
+public final class RefusingPort: Sendable {
+    private let socket: Int32
+    public let port: Int
+
+    public init() throws { (socket, port) = try FaultOrigin.bindLoopback(listening: false) }
+
+    public func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
+
+    public func close() { _ = Glibc.close(socket) }
 }
 
 extension [UInt8] {

@@ -58,8 +58,9 @@ public final class DiskCache: Sendable {
         var totalBytes = 0
         var changesSinceFlush = 0
         var lastFlush = Date.distantPast
-        /// Stores since the folder was last read again (another process may share it).
+        /// Stores since the folder was last read again (another process may share it), and when.
         var storesSinceRescan = 0
+        var lastRescan = Date.distantPast
         /// The entries folder's modification time after this process's last write:
         /// when it differs, someone else wrote.
         var folderStamp = timespec()
@@ -155,10 +156,14 @@ public final class DiskCache: Sendable {
         let othersWrote = folderChangedByOthers()
         try write(bytes, to: path(hash, .response))
         record(hash, size: bytes.count, kind: .response, keepingCreated: created)
+        let now = clock()
         let rescan = state.withLock { state -> Bool in
             state.storesSinceRescan += 1
             state.folderStamp = folderStamp()
-            return othersWrote || state.storesSinceRescan >= 16
+            // Reading the folder costs a stat a file: when others write, at most once a
+            // second; otherwise every so often, less often the larger the cache.
+            let others = othersWrote && now.timeIntervalSince(state.lastRescan) >= 1
+            return others || state.storesSinceRescan >= max(16, state.index.count / 32)
         }
         if rescan { rescanFolder() }
         evictIfNeeded()
@@ -198,6 +203,7 @@ public final class DiskCache: Sendable {
             state.index = merged
             state.totalBytes = merged.values.reduce(0) { Checked.saturatingAdd($0, $1.size) }
             state.storesSinceRescan = 0
+            state.lastRescan = clock()
         }
     }
 

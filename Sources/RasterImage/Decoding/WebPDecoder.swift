@@ -31,6 +31,7 @@ enum WebPDecoder: FormatDecoder {
             if case .index(let n) = options.frames, n != 0 {
                 throw ImageDecodingError(.frameOutOfRange(index: n, count: 1), format: .webp)
             }
+            try checkStillWorkingMemory(features, limits: options.limits)
             let (width, height) = (Int(features.width), Int(features.height))
             let bytesPerRow = width * 4
             let pixels = try PixelBuffer.make(count: bytesPerRow * height) { base in
@@ -41,6 +42,14 @@ enum WebPDecoder: FormatDecoder {
                 alphaMode: .straight, loopCount: 1, orientation: container.orientation,
                 iccProfile: container.iccProfile, format: .webp, hasAlpha: features.has_alpha != 0)
         }
+    }
+
+    /// libwebp's own memory for a still image: a lossless bitstream is decoded into a
+    /// full-size ARGB buffer (then scaled), a lossy one's alpha plane is a byte a pixel.
+    static func checkStillWorkingMemory(_ features: WebPBitstreamFeatures, limits: DecodingLimits) throws {
+        let pixels = Int(features.width) * Int(features.height)  // each side at most 16,383
+        let bytes = features.format == 2 ? pixels * 4 : (features.has_alpha != 0 ? pixels : 0)
+        try limits.checkWorking(bytes: bytes, format: .webp, what: "libwebp's decoding buffers")
     }
 
     /// Decodes a still image into `base`, scaled by libwebp when `width`/`height`

@@ -159,6 +159,7 @@ extension WebPDecoder {
                 return try decode(reader, options: DecodingOptions(limits: options.limits, frames: options.frames))
                     .thumbnail(options: options)
             }
+            try checkStillWorkingMemory(features, limits: options.limits)
             let geometry = try ThumbnailGeometry(
                 sourceWidth: width, sourceHeight: height, orientation: container.orientation, options: options)
             // libwebp scales while decoding: to the final size when speed matters most,
