@@ -51,6 +51,10 @@ int cpng_reader_init(cpng_reader *reader, cpng_read_fn read, void *context) {
     // Dimensions are checked against the caller's limits in Swift; lift libpng's
     // own 1,000,000-pixel cap so that check, with its clearer error, is the one that fires.
     png_set_user_limits(reader->png, 0x7fffffff, 0x7fffffff);
+    // Ancillary chunks: at most 8 MB each once decompressed (an iCCP or zTXt bomb) and
+    // 1,000 of them, whatever this libpng's build defaults are.
+    png_set_chunk_malloc_max(reader->png, 8000000);
+    png_set_chunk_cache_max(reader->png, 1000);
     return 0;
 }
 

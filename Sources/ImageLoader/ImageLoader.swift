@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import RasterImage
-import Synchronization
 
 /// Loads images over HTTP (and from files) through a memory cache and a disk cache
 /// that follows HTTP's caching rules and survives restarts, decoding off the
@@ -35,7 +34,7 @@ public final class ImageLoader: Sendable {
     private let context: PipelineContext
     private let dataLoader: any DataLoading
     private let workers: WorkerPool
-    private let isShutDown = Mutex(false)
+    private let isShutDown = Lock(false)
 
     /// Creates the loader: its disk cache (reading the index), its HTTP client and its
     /// worker threads. Call ``shutdown()`` when done.

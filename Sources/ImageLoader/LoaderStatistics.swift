@@ -1,6 +1,6 @@
+import RasterImage
 import CoreMetrics
 import Foundation
-import Synchronization
 
 /// What a loader has done since it was created. Read it with ``ImageLoader/statistics``;
 /// the same figures are exported through swift-metrics (counters named
@@ -31,7 +31,7 @@ public struct LoaderStatistics: Sendable, Hashable {
 
 /// Counts as the loader works; thread safe.
 final class LoaderMetrics: Sendable {
-    private let values = Mutex(LoaderStatistics())
+    private let values = Lock(LoaderStatistics())
     private let memoryHitCounter = Counter(label: "imageloader_cache_hits_total", dimensions: [("cache", "memory")])
     private let diskHitCounter = Counter(label: "imageloader_cache_hits_total", dimensions: [("cache", "disk")])
     private let missCounter = Counter(label: "imageloader_cache_misses_total")

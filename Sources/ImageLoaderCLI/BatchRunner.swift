@@ -1,7 +1,6 @@
 import Foundation
 import ImageLoader
 import RasterImage
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -194,7 +193,7 @@ final class ProgressReporter: Sendable {
     private let stream: Int32
     private let isTerminal: Bool
     private let start = ContinuousClock.now
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     init(total: Int, stream: Int32) {
         self.total = total

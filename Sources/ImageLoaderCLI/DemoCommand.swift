@@ -5,7 +5,6 @@ import Hummingbird
 import ImageLoader
 import Logging
 import RasterImage
-import Synchronization
 
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -146,7 +145,7 @@ final class DemoServer: Sendable {
 }
 
 final class DemoCounters: Sendable {
-    private let values = Mutex((requests: 0, notModified: 0))
+    private let values = Lock((requests: 0, notModified: 0))
 
     func count(notModified: Bool) {
         values.withLock {

@@ -71,6 +71,26 @@ struct HardeningTests {
         #expect(try DiskCache(directory: directory).response(for: url)?.body == [1, 2, 3])
     }
 
+    @Test("an entry that is a link, a device or larger than the cache is a miss, never read")
+    func oddEntryFiles() throws {
+        let directory = NSTemporaryDirectory() + "imageloader-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let cache = try DiskCache(directory: directory, maxBytes: 1 << 20)
+        let url = "https://example.com/a.png"
+        let path = directory + "/entries/" + DiskCache.hash(of: url) + ".response"
+        // /dev/zero never ends: read whole, it would exhaust memory.
+        try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: "/dev/zero")
+        #expect(cache.response(for: url) == nil)
+        try? FileManager.default.removeItem(atPath: path)
+        // A sparse file of 4 GiB: far more than the cache may hold.
+        FileManager.default.createFile(atPath: path, contents: nil)
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        try handle.truncate(atOffset: 4 << 30)
+        try handle.close()
+        #expect(cache.response(for: url) == nil)
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
     @Test("entries and their folders are readable by this user only")
     func permissions() throws {
         let directory = NSTemporaryDirectory() + "imageloader-" + UUID().uuidString

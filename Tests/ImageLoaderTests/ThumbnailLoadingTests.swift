@@ -1,6 +1,5 @@
 import Foundation
 import RasterImage
-import Synchronization
 import TestOrigin
 import Testing
 
@@ -132,7 +131,7 @@ struct ThumbnailLoadingTests {
 }
 
 final class VersionBox: Sendable {
-    private let state = Mutex(1)
+    private let state = Lock(1)
 
     var value: Int {
         get { state.withLock { $0 } }

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import Foundation
 import Synchronization
 
@@ -28,8 +29,8 @@ public final class FaultOrigin: Sendable {
 
     public let port: Int
     private let listener: Int32
-    private let scripts = Mutex<[String: [Step]]>([:])
-    private let counts = Mutex<[String: Int]>([:])
+    private let scripts = NIOLockedValueBox<[String: [Step]]>([:])
+    private let counts = NIOLockedValueBox<[String: Int]>([:])
     private let stopped = Atomic<Bool>(false)
 
     public var base: String { "http://127.0.0.1:\(port)" }
@@ -38,7 +39,7 @@ public final class FaultOrigin: Sendable {
 
     /// Plays `steps` to every request for `path`.
     public func script(_ path: String, _ steps: [Step]) {
-        scripts.withLock { $0[path] = steps }
+        scripts.withLockedValue { $0[path] = steps }
     }
 
     /// A plain response: status line, header fields (Content-Length added unless given
@@ -59,7 +60,7 @@ public final class FaultOrigin: Sendable {
     }
 
     /// How many requests `path` has had.
-    public func count(_ path: String) -> Int { counts.withLock { $0[path] ?? 0 } }
+    public func count(_ path: String) -> Int { counts.withLockedValue { $0[path] ?? 0 } }
 
     public init() throws {
         (listener, port) = try FaultOrigin.bindLoopback(listening: true)
@@ -122,8 +123,8 @@ public final class FaultOrigin: Sendable {
         }
         let line = String(decoding: head.prefix { $0 != 13 }, as: UTF8.self).split(separator: " ")
         let path = line.count > 1 ? String(line[1]) : "/"
-        counts.withLock { $0[path, default: 0] += 1 }
-        let steps = scripts.withLock { $0[path] } ?? [.send(FaultOrigin.response(status: 404))]
+        counts.withLockedValue { $0[path, default: 0] += 1 }
+        let steps = scripts.withLockedValue { $0[path] } ?? [.send(FaultOrigin.response(status: 404))]
         for step in steps {
             switch step {
             case .send(let bytes):

@@ -1,10 +1,10 @@
+import NIOConcurrencyHelpers
 import Foundation
 import HTTPTypes
 import HummingbirdCore
 import Logging
 import NIOCore
 import NIOPosix
-import Synchronization
 
 /// A real HTTP origin for the tests: Hummingbird's HTTP/1.1 server on 127.0.0.1 and an
 /// ephemeral port. (Its core server, not `Application`, which would overwrite the
@@ -36,8 +36,8 @@ public final class TestOrigin: Sendable {
 
     public typealias Handler = @Sendable (_ request: Received, _ count: Int) -> Reply
 
-    private let handlers = Mutex<[String: Handler]>([:])
-    private let received = Mutex<[Received]>([])
+    private let handlers = NIOLockedValueBox<[String: Handler]>([:])
+    private let received = NIOLockedValueBox<[Received]>([])
     private let task: Task<Void, any Error>
     public let port: Int
 
@@ -48,7 +48,7 @@ public final class TestOrigin: Sendable {
     /// Answers `path` with `handler`, called with the request and how many requests
     /// `path` has had (this one included).
     public func route(_ path: String, _ handler: @escaping Handler) {
-        handlers.withLock { $0[path] = handler }
+        handlers.withLockedValue { $0[path] = handler }
     }
 
     /// Answers `path` with the same reply every time.
@@ -57,13 +57,13 @@ public final class TestOrigin: Sendable {
     }
 
     public func requests(_ path: String) -> [Received] {
-        received.withLock { $0.filter { $0.path == path } }
+        received.withLockedValue { $0.filter { $0.path == path } }
     }
 
     public func count(_ path: String) -> Int { requests(path).count }
 
     /// The paths of every request received, in the order they arrived.
-    public var arrivalOrder: [String] { received.withLock { $0.map(\.path) } }
+    public var arrivalOrder: [String] { received.withLockedValue { $0.map(\.path) } }
 
     private init(task: Task<Void, any Error>, port: Int) {
         self.task = task
@@ -106,11 +106,11 @@ public final class TestOrigin: Sendable {
             headers[name] = headers[name].map { $0 + ", " + field.value } ?? field.value
         }
         let incoming = Received(path: request.uri.path, headers: headers)
-        let count = received.withLock { list -> Int in
+        let count = received.withLockedValue { list -> Int in
             list.append(incoming)
             return list.filter { $0.path == incoming.path }.count
         }
-        guard let handler = handlers.withLock({ $0[incoming.path] }) else {
+        guard let handler = handlers.withLockedValue({ $0[incoming.path] }) else {
             return (HTTPResponse(status: .notFound), ResponseBody())
         }
         let reply = handler(incoming, count)
@@ -131,12 +131,12 @@ public final class TestOrigin: Sendable {
 
 /// A value set once and awaited by anyone.
 public final class OneShot<Value: Sendable>: Sendable {
-    private let state = Mutex<(value: Value?, waiters: [CheckedContinuation<Value, Never>])>((nil, []))
+    private let state = NIOLockedValueBox<(value: Value?, waiters: [CheckedContinuation<Value, Never>])>((nil, []))
 
     public init() {}
 
     public func set(_ value: Value) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Value, Never>] in
+        let waiters = state.withLockedValue { state -> [CheckedContinuation<Value, Never>] in
             state.value = value
             defer { state.waiters = [] }
             return state.waiters
@@ -146,7 +146,7 @@ public final class OneShot<Value: Sendable>: Sendable {
 
     public func wait() async -> Value {
         await withCheckedContinuation { continuation in
-            let value = state.withLock { state -> Value? in
+            let value = state.withLockedValue { state -> Value? in
                 if state.value == nil { state.waiters.append(continuation) }
                 return state.value
             }

@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import RasterImage
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -68,14 +67,14 @@ public final class DiskCache: Sendable {
 
     /// Fault injection for the tests: when set, consulted before every file written,
     /// and an errno it returns fails the write as the file system would (ENOSPC, EROFS).
-    let writeFault = Mutex<(@Sendable (String) -> Int32?)?>(nil)
+    let writeFault = Lock<(@Sendable (String) -> Int32?)?>(nil)
 
     /// The folder: `entries/`, `tmp/` and the access index.
     public let directory: String
     /// Past this many bytes of entries, the least recently used are removed.
     public let maxBytes: Int
     private let clock: @Sendable () -> Date
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     private var entriesDirectory: String { directory + "/entries" }
     private var temporaryDirectory: String { directory + "/tmp" }
@@ -99,7 +98,7 @@ public final class DiskCache: Sendable {
         self.directory = directory
         self.maxBytes = maxBytes
         self.clock = clock
-        state = Mutex(State())
+        state = Lock(State())
         // Only this user reads the cache: folders 0700, files 0600.
         for folder in [directory, directory + "/entries", directory + "/tmp"] {
             try FileManager.default.createDirectory(
@@ -139,8 +138,13 @@ public final class DiskCache: Sendable {
     /// whole (or belongs to another key) is removed and reported as absent.
     func response(for key: String) -> (response: StoredResponse, body: [UInt8])? {
         let hash = DiskCache.hash(of: key)
-        guard let bytes = FileManager.default.contents(atPath: path(hash, .response)) else { return nil }
-        guard let (response, body) = EntryFile.decode([UInt8](bytes)), response.url == key else {
+        guard let bytes = readFile(path(hash, .response)) else {
+            // Something is there that cannot be an entry (a link, a device, a giant): remove it.
+            var info = stat()
+            if lstat(path(hash, .response), &info) == 0 { remove(hash: hash, kind: .response) }
+            return nil
+        }
+        guard let (response, body) = EntryFile.decode(bytes), response.url == key else {
             remove(hash: hash, kind: .response)
             return nil
         }
@@ -226,10 +230,10 @@ public final class DiskCache: Sendable {
 
     func failure(for key: String) -> FailureRecord? {
         let hash = DiskCache.hash(of: key)
-        guard hasFailure(hash: hash), let data = FileManager.default.contents(atPath: path(hash, .failure)) else {
+        guard hasFailure(hash: hash), let bytes = readFile(path(hash, .failure)) else {
             return nil
         }
-        guard let record = try? JSONDecoder().decode(FailureRecord.self, from: data), record.url == key else {
+        guard let record = try? JSONDecoder().decode(FailureRecord.self, from: Data(bytes)), record.url == key else {
             remove(hash: hash, kind: .failure)
             return nil
         }
@@ -375,6 +379,28 @@ public final class DiskCache: Sendable {
         if !victims.isEmpty { flush() }
     }
 
+    /// The bytes of a regular file of the cache, or `nil`: a symbolic link, a device, a
+    /// folder, or a file larger than the whole cache may hold (someone else's, or
+    /// damage) is not read, so a bad entry cannot make a load read without end.
+    private func readFile(_ path: String) -> [UInt8]? {
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+            let size = Checked.int(info.st_size), size <= max(maxBytes, 1 << 20)
+        else { return nil }
+        var bytes = [UInt8](repeating: 0, count: size)
+        var done = 0
+        while done < size {
+            let n = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + done, size - done) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return nil }  // shorter than it said: changed while read
+            done += n
+        }
+        return bytes
+    }
+
     /// Writes to a temporary file in the cache, then renames it over `path`: readers
     /// see the old file or the new one, never part of one.
     private func write(_ bytes: [UInt8], to path: String) throws {
@@ -412,8 +438,8 @@ public final class DiskCache: Sendable {
     /// after the index was last saved are found by their file dates.
     private func loadIndex() -> State {
         var state = State()
-        if let data = FileManager.default.contents(atPath: indexPath),
-            let saved = try? JSONDecoder().decode([String: IndexEntry].self, from: data)
+        if let bytes = readFile(indexPath),
+            let saved = try? JSONDecoder().decode([String: IndexEntry].self, from: Data(bytes))
         {
             state.index = saved
         }

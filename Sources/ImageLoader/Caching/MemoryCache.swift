@@ -1,6 +1,5 @@
 import Foundation
 import RasterImage
-import Synchronization
 
 /// Decoded images in memory, least recently used first out, sized by their decoded
 /// bytes (``RasterImage/cost``). Safe from any thread; ``peek(_:)`` answers
@@ -69,11 +68,11 @@ public final class MemoryCache: Sendable {
         }
     }
 
-    private let state: Mutex<State>
+    private let state: Lock<State>
     private let clock: @Sendable () -> Date
 
     public init(configuration: Configuration = Configuration(), clock: @escaping @Sendable () -> Date = { Date() }) {
-        state = Mutex(State(configuration: configuration))
+        state = Lock(State(configuration: configuration))
         self.clock = clock
     }
 

@@ -1,5 +1,5 @@
+import RasterImage
 import Foundation
-import Synchronization
 
 /// Hands one load's events to every caller waiting on it. A caller that joins late
 /// first receives the events it missed, so every caller sees the whole sequence.
@@ -12,7 +12,7 @@ final class EventBroadcaster: Sendable {
         var finished = false
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// Adds a subscriber, replaying what happened so far.
     func add(_ id: UUID, _ continuation: Continuation) {

@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import RasterImage
-import Synchronization
 
 /// What every load shares: the configuration, the caches, the HTTP stack, the workers,
 /// the schedulers and the counters.
@@ -123,7 +122,7 @@ final class RecentFailures: Sendable {
 
     static let defaultCapacity = 10_000
     let capacity: Int
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     init(capacity: Int = RecentFailures.defaultCapacity) {
         self.capacity = max(1, capacity)

@@ -1,5 +1,5 @@
+import RasterImage
 import Foundation
-import Synchronization
 
 /// How urgent a load is. Higher runs first when the loader is at its limits.
 public enum LoadPriority: Int, Sendable, Hashable, Comparable, CaseIterable, Codable {
@@ -23,9 +23,9 @@ public enum QueueOrder: String, Sendable, Hashable, Codable {
 /// A priority that can change while its work waits: the highest of the callers
 /// waiting on a shared load.
 final class PriorityHandle: Sendable {
-    private let value: Mutex<LoadPriority>
+    private let value: Lock<LoadPriority>
 
-    init(_ priority: LoadPriority) { value = Mutex(priority) }
+    init(_ priority: LoadPriority) { value = Lock(priority) }
 
     var priority: LoadPriority {
         get { value.withLock { $0 } }
@@ -51,7 +51,7 @@ final class WorkScheduler: Sendable {
 
     let limit: Int
     let order: QueueOrder
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     init(limit: Int, order: QueueOrder) {
         self.limit = max(1, limit)

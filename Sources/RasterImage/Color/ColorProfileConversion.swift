@@ -1,5 +1,5 @@
+import RasterImage
 import CLCMS
-import Synchronization
 
 /// The colour model of pixels handed to ``ColorProfileConversion``.
 enum PixelColorModel: Hashable {
@@ -112,7 +112,7 @@ final class TransformCache: Sendable {
     }
 
     private let capacity: Int
-    private let entries = Mutex<[(key: Key, transform: SRGBTransform?)]>([])
+    private let entries = Lock<[(key: Key, transform: SRGBTransform?)]>([])
 
     init(capacity: Int) { self.capacity = capacity }
 

@@ -1,15 +1,14 @@
 import Foundation
 import ImageLoader
 import RasterImage
-import Synchronization
 import TestOrigin
 import Testing
 
 /// A clock the test moves by hand; the loader and the origin's Date headers both read it.
 final class ManualClock: Sendable {
-    private let current: Mutex<Date>
+    private let current: Lock<Date>
 
-    init(_ start: Date = Date(timeIntervalSince1970: 1_750_000_000)) { current = Mutex(start) }
+    init(_ start: Date = Date(timeIntervalSince1970: 1_750_000_000)) { current = Lock(start) }
 
     var now: Date { current.withLock { $0 } }
 
@@ -163,7 +162,7 @@ extension ImageLoader {
 }
 
 final class LoaderList: Sendable {
-    private let loaders = Mutex<[ImageLoader]>([])
+    private let loaders = Lock<[ImageLoader]>([])
 
     func add(_ loader: ImageLoader) { loaders.withLock { $0.append(loader) } }
 
