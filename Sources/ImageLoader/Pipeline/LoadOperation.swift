@@ -326,8 +326,10 @@ struct LoadOperation: Sendable {
                 let (key, now) = (self.key, context.now)
                 try await context.blocking(key) {
                     let previous = disk.failure(for: key).flatMap { $0.expires > now ? $0 : nil }
+                    // The count read back from disk may be anything: it saturates.
+                    let attempts = Checked.saturatingAdd(previous?.attempts ?? 0, 1)
                     let record = FailureRecord(
-                        url: key, status: status, message: error.description, attempts: (previous?.attempts ?? 0) + 1,
+                        url: key, status: status, message: error.description, attempts: attempts,
                         expires: previous?.expires ?? now.addingTimeInterval(window))
                     try? disk.store(record)
                 }
