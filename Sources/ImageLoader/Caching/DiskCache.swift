@@ -57,8 +57,8 @@ public final class DiskCache: Sendable {
         var totalBytes = 0
         var changesSinceFlush = 0
         var lastFlush = Date.distantPast
-        /// Stores since the folder was last read again (another process may share it), and when.
-        var storesSinceRescan = 0
+        /// Bytes stored since the folder was last read again (another process may share it), and when.
+        var bytesSinceRescan = 0
         var lastRescan = Date.distantPast
         /// The entries folder's modification time after this process's last write:
         /// when it differs, someone else wrote.
@@ -162,12 +162,13 @@ public final class DiskCache: Sendable {
         record(hash, size: bytes.count, kind: .response, keepingCreated: created)
         let now = clock()
         let rescan = state.withLock { state -> Bool in
-            state.storesSinceRescan += 1
+            state.bytesSinceRescan += bytes.count
             state.folderStamp = folderStamp()
-            // Reading the folder costs a stat a file: when others write, at most once a
-            // second; otherwise every so often, less often the larger the cache.
+            // Reading the folder costs a stat a file: when others wrote, at most once a
+            // second; otherwise after a sixteenth of the limit written, so that processes
+            // writing at once overshoot `maxBytes` by a sixteenth each at most.
             let others = othersWrote && now.timeIntervalSince(state.lastRescan) >= 1
-            return others || state.storesSinceRescan >= max(16, state.index.count / 32)
+            return others || state.bytesSinceRescan >= max(1, maxBytes / 16)
         }
         if rescan { rescanFolder() }
         evictIfNeeded()
@@ -191,22 +192,27 @@ public final class DiskCache: Sendable {
     /// toward ``maxBytes``: their last access is the later of the saved index's and
     /// the file's date, so another process's fresh entries are not taken for old ones.
     private func rescanFolder() {
-        let onDisk = loadIndex()
+        let saved = savedIndex()
+        let onDisk = loadIndex(saved: saved)
+        let now = clock().timeIntervalSince1970
         state.withLock { state in
-            // Files on disk are the truth of what exists; this process's own record of an
-            // entry is the truth of when it used it; others' entries come with the saved
-            // index's dates, or their file's.
+            // Files on disk are the truth of what exists; when an entry was last used is
+            // the later of this process's record and the saved index's (another process's
+            // hits); an entry new to this process that the saved index does not know yet
+            // was written by another process since the last look: it counts as used now.
             var merged = onDisk.index
             for (name, entry) in merged {
                 if var mine = state.index[name] {
                     mine.size = entry.size
-                    mine.lastAccess = max(mine.lastAccess, entry.lastAccess)
+                    if let theirs = saved[name] { mine.lastAccess = max(mine.lastAccess, theirs.lastAccess) }
                     merged[name] = mine
+                } else if saved[name] == nil {
+                    merged[name]?.lastAccess = now
                 }
             }
             state.index = merged
             state.totalBytes = merged.values.reduce(0) { Checked.saturatingAdd($0, $1.size) }
-            state.storesSinceRescan = 0
+            state.bytesSinceRescan = 0
             state.lastRescan = clock()
         }
     }
@@ -436,13 +442,9 @@ public final class DiskCache: Sendable {
 
     /// Reads the access index, then reconciles it with the files present: entries written
     /// after the index was last saved are found by their file dates.
-    private func loadIndex() -> State {
+    private func loadIndex(saved: [String: IndexEntry]? = nil) -> State {
         var state = State()
-        if let bytes = readFile(indexPath),
-            let saved = try? JSONDecoder().decode([String: IndexEntry].self, from: Data(bytes))
-        {
-            state.index = saved
-        }
+        state.index = saved ?? savedIndex()
         let files = (try? FileManager.default.contentsOfDirectory(atPath: entriesDirectory)) ?? []
         var present: [String: IndexEntry] = [:]
         for file in files {
@@ -467,6 +469,14 @@ public final class DiskCache: Sendable {
         state.lastFlush = clock()
         state.folderStamp = folderStamp()
         return state
+    }
+
+    /// The access index as last written (by this process or another sharing the folder).
+    private func savedIndex() -> [String: IndexEntry] {
+        guard let bytes = readFile(indexPath),
+            let saved = try? JSONDecoder().decode([String: IndexEntry].self, from: Data(bytes))
+        else { return [:] }
+        return saved
     }
 
     /// Temporary files left by a process that died mid-write.
