@@ -3,8 +3,9 @@
 // bad bytes; a trap, a leak or a hang is a finding.
 import CFuzzDriver
 import Foundation
-@testable import ImageLoader
 import RasterImage
+
+@testable import ImageLoader
 
 /// Decoding limits small enough that a fuzzer explores error paths instead of
 /// waiting on legitimate large allocations (the limits' own checks are what is tested).
@@ -105,4 +106,3 @@ func fuzzSniff(_ bytes: [UInt8]) {
     _ = try? AcceptedContentTypes.default.validate(bytes.prefix(64), declaredContentType: text)
     _ = try? AcceptedContentTypes.default.validate(bytes.prefix(64), declaredContentType: nil)
 }
-

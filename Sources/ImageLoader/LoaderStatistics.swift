@@ -1,6 +1,6 @@
-import RasterImage
 import CoreMetrics
 import Foundation
+import RasterImage
 
 /// What a loader has done since it was created. Read it with ``ImageLoader/statistics``;
 /// the same figures are exported through swift-metrics (counters named

@@ -35,7 +35,8 @@ struct HardeningTests {
             StoredResponse(url: "u", status: 200, headers: headers, requestTime: now, responseTime: now)
         }
         let policy = HTTPCachePolicy()
-        #expect(policy.freshnessLifetime(response([HeaderField("Expires", "Sun, 06 Nov 999999999999 08:49:37 GMT")])) == 0)
+        #expect(
+            policy.freshnessLifetime(response([HeaderField("Expires", "Sun, 06 Nov 999999999999 08:49:37 GMT")])) == 0)
         let infinite = response([HeaderField("Age", "inf"), HeaderField("Cache-Control", "max-age=60")])
         #expect(policy.evaluate(infinite, now: now).isFresh)
         let huge = response([HeaderField("Age", "99999999999999999999999"), HeaderField("Cache-Control", "max-age=60")])
@@ -97,7 +98,8 @@ struct HardeningTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let cache = try DiskCache(directory: directory)
         let url = "https://example.com/a.png"
-        try cache.store(StoredResponse(url: url, status: 200, headers: [], requestTime: Date(), responseTime: Date()), body: [1])
+        try cache.store(
+            StoredResponse(url: url, status: 200, headers: [], requestTime: Date(), responseTime: Date()), body: [1])
         cache.flush()
         for path in [directory + "/entries/" + DiskCache.hash(of: url) + ".response", directory + "/index.json"] {
             let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
@@ -121,14 +123,18 @@ struct HardeningTests {
         func store(_ cache: DiskCache, _ n: Int) throws {
             clock.advance(by: 1)
             try cache.store(
-                StoredResponse(url: "https://example.com/\(n)", status: 200, headers: [], requestTime: clock.now, responseTime: clock.now),
+                StoredResponse(
+                    url: "https://example.com/\(n)", status: 200, headers: [], requestTime: clock.now,
+                    responseTime: clock.now),
                 body: body)
         }
         for n in 0..<40 {
             try store(n % 2 == 0 ? a : b, n)
             let files = try FileManager.default.contentsOfDirectory(atPath: directory + "/entries")
             let bytes = try files.reduce(0) {
-                $0 + (try FileManager.default.attributesOfItem(atPath: directory + "/entries/" + $1)[.size] as? Int ?? 0)
+                $0
+                    + (try FileManager.default.attributesOfItem(atPath: directory + "/entries/" + $1)[.size] as? Int
+                        ?? 0)
             }
             #expect(bytes <= 100_000 + 9_500, "after \(n + 1) stores: \(bytes) bytes on disk")
         }
@@ -141,12 +147,17 @@ struct HardeningTests {
     @Test("a full or read-only disk is a typed error, and the loader goes on from memory and network")
     func diskFaults() async throws {
         try await withOrigin { origin, harness in
-            origin.serve("/a.png", .init(headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=3600")], body: TestImages.png))
+            origin.serve(
+                "/a.png",
+                .init(
+                    headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=3600")], body: TestImages.png))
             let cache = try DiskCache(directory: harness.directory)
             for code in [ENOSPC, EROFS] {
                 cache.writeFault.withLock { $0 = { _ in code } }
                 #expect(throws: DiskCacheError.self) {
-                    try cache.store(StoredResponse(url: "x", status: 200, headers: [], requestTime: Date(), responseTime: Date()), body: [1])
+                    try cache.store(
+                        StoredResponse(url: "x", status: 200, headers: [], requestTime: Date(), responseTime: Date()),
+                        body: [1])
                 }
             }
             let loader = try harness.loader()
@@ -167,7 +178,10 @@ struct HardeningTests {
     @Test("a URL's fragment is not part of its key: U#... cannot reach another product's entry")
     func fragments() async throws {
         try await withOrigin { origin, harness in
-            origin.serve("/a.png", .init(headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=3600")], body: TestImages.png))
+            origin.serve(
+                "/a.png",
+                .init(
+                    headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=3600")], body: TestImages.png))
             let loader = try harness.loader()
             let options = ThumbnailOptions(maxPixelSize: 4)
             let trick = URL(string: origin.url("/a.png").absoluteString + "#thumbnail(" + options.cacheKey + ")")!
@@ -187,7 +201,9 @@ struct HardeningTests {
         try await withOrigin { origin, harness in
             origin.serve("/image.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png))
             origin.serve("/same", .init(status: 302, headers: [("Location", "/image.png")]))
-            origin.serve("/cross", .init(status: 302, headers: [("Location", origin.url("/image.png", host: "localhost").absoluteString)]))
+            origin.serve(
+                "/cross",
+                .init(status: 302, headers: [("Location", origin.url("/image.png", host: "localhost").absoluteString)]))
             let loader = try harness.loader {
                 $0.requestHeaders = [
                     HeaderField("Authorization", "Bearer secret"), HeaderField("Cookie", "session=1"),

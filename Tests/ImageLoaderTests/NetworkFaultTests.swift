@@ -33,7 +33,8 @@ struct NetworkFaultTests {
     /// request. Generous: the whole test run shares two cores, where a load can wait
     /// seconds for a thread; every fault here would otherwise last twice as long, or
     /// forever. `IMAGELOADER_TEST_TIME_SCALE` stretches it under the sanitizers.
-    static let bound = 15.0 * (ProcessInfo.processInfo.environment["IMAGELOADER_TEST_TIME_SCALE"].flatMap(Double.init) ?? 1)
+    static let bound =
+        15.0 * (ProcessInfo.processInfo.environment["IMAGELOADER_TEST_TIME_SCALE"].flatMap(Double.init) ?? 1)
 
     /// A good PNG response, cacheable for an hour.
     static let good = FaultOrigin.response(
@@ -52,7 +53,8 @@ struct NetworkFaultTests {
         let start = ContinuousClock.now
         let error = await loader.loadError(origin.url(path), sourceLocation: sourceLocation)
         let elapsed = ContinuousClock.now - start
-        #expect(error.map { expected($0.reason) } == true, "\(String(describing: error))", sourceLocation: sourceLocation)
+        #expect(
+            error.map { expected($0.reason) } == true, "\(String(describing: error))", sourceLocation: sourceLocation)
         #expect(elapsed < .seconds(seconds), "took \(elapsed)", sourceLocation: sourceLocation)
         origin.script(path, [.send(NetworkFaultTests.good)])
         let first = try await loader.image(for: origin.url(path))
@@ -70,8 +72,11 @@ struct NetworkFaultTests {
             let head = FaultOrigin.response(headers: [("Content-Type", "image/png")], contentLength: 100_000)
             // A byte every 0.3 s: never idle long enough for the read timeout, 30 s in all.
             // A byte every 0.3 s, never idle for the read timeout, for twice the bound.
-            origin.script("/slow", [.send(head), .trickle(count: Int(NetworkFaultTests.bound * 2 / 0.3), interval: 0.3)])
-            try await expectFailureThenRecovery(origin, loader, path: "/slow", within: NetworkFaultTests.bound) { $0 == .timeout }
+            origin.script(
+                "/slow", [.send(head), .trickle(count: Int(NetworkFaultTests.bound * 2 / 0.3), interval: 0.3)])
+            try await expectFailureThenRecovery(origin, loader, path: "/slow", within: NetworkFaultTests.bound) {
+                $0 == .timeout
+            }
         }
     }
 
@@ -79,7 +84,9 @@ struct NetworkFaultTests {
     func silence() async throws {
         try await withFaults(timeout: .seconds(20)) { origin, _, loader in
             origin.script("/silent", [.hang])
-            try await expectFailureThenRecovery(origin, loader, path: "/silent", within: NetworkFaultTests.bound) { $0 == .timeout }
+            try await expectFailureThenRecovery(origin, loader, path: "/silent", within: NetworkFaultTests.bound) {
+                $0 == .timeout
+            }
         }
     }
 
@@ -124,9 +131,11 @@ struct NetworkFaultTests {
     @Test("a reset in the middle of the body is a network error")
     func resetMidBody() async throws {
         try await withFaults { origin, _, loader in
-            let head = FaultOrigin.response(headers: [("Content-Type", "image/png")], contentLength: TestImages.png.count)
+            let head = FaultOrigin.response(
+                headers: [("Content-Type", "image/png")], contentLength: TestImages.png.count)
             origin.script("/reset", [.send(head + TestImages.png.prefix(100)), .sleep(0.05), .reset])
-            try await expectFailureThenRecovery(origin, loader, path: "/reset", within: NetworkFaultTests.bound) { reason in
+            try await expectFailureThenRecovery(origin, loader, path: "/reset", within: NetworkFaultTests.bound) {
+                reason in
                 switch reason {
                 case .network, .invalidResponse: true
                 default: false
@@ -142,7 +151,8 @@ struct NetworkFaultTests {
                 headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=3600"), ("Connection", "close")],
                 body: TestImages.png, contentLength: TestImages.png.count + 500)
             origin.script("/long", [.send(lying)])
-            try await expectFailureThenRecovery(origin, loader, path: "/long", within: NetworkFaultTests.bound) { reason in
+            try await expectFailureThenRecovery(origin, loader, path: "/long", within: NetworkFaultTests.bound) {
+                reason in
                 if case .invalidResponse = reason { return true }
                 if case .network = reason { return true }
                 return false
@@ -157,7 +167,8 @@ struct NetworkFaultTests {
                 headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=3600")], body: TestImages.png,
                 contentLength: TestImages.png.count / 2)
             origin.script("/short", [.send(lying)])
-            try await expectFailureThenRecovery(origin, loader, path: "/short", within: NetworkFaultTests.bound) { reason in
+            try await expectFailureThenRecovery(origin, loader, path: "/short", within: NetworkFaultTests.bound) {
+                reason in
                 if case .decoding(let error) = reason { return error.reason == .truncated }
                 return false
             }
@@ -173,10 +184,14 @@ struct NetworkFaultTests {
             }
             origin.script(
                 "/ftp", [.send(FaultOrigin.response(status: 301, headers: [("Location", "ftp://127.0.0.1/x.png")]))])
-            try await expectFailureThenRecovery(origin, loader, path: "/ftp", within: NetworkFaultTests.bound) { $0 == .unsupportedURL }
+            try await expectFailureThenRecovery(origin, loader, path: "/ftp", within: NetworkFaultTests.bound) {
+                $0 == .unsupportedURL
+            }
             origin.script(
                 "/file", [.send(FaultOrigin.response(status: 301, headers: [("Location", "file:///etc/passwd")]))])
-            try await expectFailureThenRecovery(origin, loader, path: "/file", within: NetworkFaultTests.bound) { $0 == .unsupportedURL }
+            try await expectFailureThenRecovery(origin, loader, path: "/file", within: NetworkFaultTests.bound) {
+                $0 == .unsupportedURL
+            }
         }
     }
 
@@ -215,7 +230,13 @@ struct NetworkFaultTests {
         try await withFaults { origin, harness, loader in
             for (index, fields) in cases.enumerated() {
                 let path = "/dates\(index)"
-                origin.script(path, [.send(FaultOrigin.response(headers: [("Content-Type", "image/png")] + fields, body: TestImages.png))])
+                origin.script(
+                    path,
+                    [
+                        .send(
+                            FaultOrigin.response(
+                                headers: [("Content-Type", "image/png")] + fields, body: TestImages.png))
+                    ])
                 let loaded = try await loader.image(for: origin.url(path))
                 #expect(loaded.image.width > 0, "\(fields)")
                 // A new loader on the same folder reads the stored entry back.
@@ -230,7 +251,9 @@ struct NetworkFaultTests {
     func unconditional304() async throws {
         try await withFaults { origin, _, loader in
             origin.script("/304", [.send(FaultOrigin.response(status: 304, headers: [("ETag", "\"x\"")]))])
-            try await expectFailureThenRecovery(origin, loader, path: "/304", within: NetworkFaultTests.bound) { $0 == .httpStatus(304) }
+            try await expectFailureThenRecovery(origin, loader, path: "/304", within: NetworkFaultTests.bound) {
+                $0 == .httpStatus(304)
+            }
         }
     }
 
@@ -238,7 +261,8 @@ struct NetworkFaultTests {
     func empty200() async throws {
         try await withFaults { origin, _, loader in
             origin.script("/empty", [.send(FaultOrigin.response(headers: [("Content-Type", "image/png")]))])
-            try await expectFailureThenRecovery(origin, loader, path: "/empty", within: NetworkFaultTests.bound) { reason in
+            try await expectFailureThenRecovery(origin, loader, path: "/empty", within: NetworkFaultTests.bound) {
+                reason in
                 if case .decoding = reason { return true }
                 if case .contentType = reason { return true }
                 return false

@@ -93,8 +93,12 @@ struct ResourceLimitTests {
         let image = try ImageDecoder().decode(.file(path: path))
         var limits = DecodingLimits()
         limits.maxWorkingBytes = image.width * image.height * 4 - 1
-        let error = expectDecodingError { _ = try ImageDecoder(options: DecodingOptions(limits: limits)).decode(.file(path: path)) }
-        #expect(error?.reason == .tooMuchWorkingMemory(bytes: image.width * image.height * 4, limit: limits.maxWorkingBytes))
+        let error = expectDecodingError {
+            _ = try ImageDecoder(options: DecodingOptions(limits: limits)).decode(.file(path: path))
+        }
+        #expect(
+            error?.reason == .tooMuchWorkingMemory(bytes: image.width * image.height * 4, limit: limits.maxWorkingBytes)
+        )
         limits.maxWorkingBytes += 1
         #expect(try ImageDecoder(options: DecodingOptions(limits: limits)).decode(.file(path: path)) == image)
     }
@@ -109,12 +113,15 @@ struct ResourceLimitTests {
             _ = try ImageDecoder(options: DecodingOptions(limits: limits)).decode(.file(path: path))
         }
         guard case .tooMuchWork(let pixels, let limit) = error?.reason else {
-            Issue.record("gif: \(String(describing: error)) \(image.frames.count) frames \(image.width)x\(image.height)")
+            Issue.record(
+                "gif: \(String(describing: error)) \(image.frames.count) frames \(image.width)x\(image.height)")
             return
         }
         #expect(pixels > limit && limit == limits.maxTotalPixels)
         // The first frame alone is within the limit.
-        #expect(try ImageDecoder(options: DecodingOptions(limits: limits, frames: .first)).decode(.file(path: path)).frames.count == 1)
+        #expect(
+            try ImageDecoder(options: DecodingOptions(limits: limits, frames: .first)).decode(.file(path: path)).frames
+                .count == 1)
     }
 
     @Test("a fill thumbnail of a 1 x 100,000,000 BMP computes only its box", arguments: [false, true])
@@ -122,7 +129,9 @@ struct ResourceLimitTests {
         var options = ThumbnailOptions(width: 256, height: 256, fit: .fill)
         options.allowsUpscaling = upscaling
         // The header is all there is: the rows are missing, which is the only error.
-        let error = expectDecodingError { _ = try ImageDecoder().thumbnail(hostile("bmp-1x100000000.bmp"), options: options) }
+        let error = expectDecodingError {
+            _ = try ImageDecoder().thumbnail(hostile("bmp-1x100000000.bmp"), options: options)
+        }
         #expect(error?.reason == .truncated)
     }
 
@@ -144,7 +153,11 @@ struct ResourceLimitTests {
         var half = ThumbnailOptions(width: image.width, height: image.height / 2, fit: .fill)
         half.appliesOrientation = false
         let cropped = try image.thumbnail(options: half)
-        #expect(cropped.pixels == image.cropped(x: 0, y: (image.height - image.height / 2) / 2, width: image.width, height: image.height / 2).straightAlpha().pixels)
+        #expect(
+            cropped.pixels
+                == image.cropped(
+                    x: 0, y: (image.height - image.height / 2) / 2, width: image.width, height: image.height / 2
+                ).straightAlpha().pixels)
     }
 
     @Test("thumbnail boxes from a request: zero and negative sides clamp, bad ones set later are typed errors")

@@ -49,9 +49,11 @@ struct ThumbnailPipelineTests {
         #expect((fill.scaledWidth, fill.scaledHeight) == (150, 100))
         #expect((fill.croppedWidth, fill.croppedHeight) == (100, 100))
         var up = ThumbnailOptions(maxPixelSize: 1000)
-        #expect(try ThumbnailGeometry(sourceWidth: 60, sourceHeight: 40, orientation: .up, options: up).scaledWidth == 60)
+        #expect(
+            try ThumbnailGeometry(sourceWidth: 60, sourceHeight: 40, orientation: .up, options: up).scaledWidth == 60)
         up.allowsUpscaling = true
-        #expect(try ThumbnailGeometry(sourceWidth: 60, sourceHeight: 40, orientation: .up, options: up).scaledWidth == 1000)
+        #expect(
+            try ThumbnailGeometry(sourceWidth: 60, sourceHeight: 40, orientation: .up, options: up).scaledWidth == 1000)
     }
 
     @Test("without applying orientation, the stored orientation stays in the metadata")

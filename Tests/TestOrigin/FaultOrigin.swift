@@ -1,5 +1,5 @@
-import NIOConcurrencyHelpers
 import Foundation
+import NIOConcurrencyHelpers
 import Synchronization
 
 #if canImport(Glibc)
@@ -51,8 +51,9 @@ public final class FaultOrigin: Sendable {
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         // One request a connection: the client must not reuse it.
         if !headers.contains(where: { $0.0.lowercased() == "connection" }) { head += "Connection: close\r\n" }
-        if !headers.contains(where: { $0.0.lowercased() == "content-length" || $0.0.lowercased() == "transfer-encoding" })
-        {
+        if !headers.contains(where: {
+            $0.0.lowercased() == "content-length" || $0.0.lowercased() == "transfer-encoding"
+        }) {
             head += "Content-Length: \(contentLength ?? body.count)\r\n"
         }
         head += "\r\n"
@@ -77,7 +78,9 @@ public final class FaultOrigin: Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = 0
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, !listening || listen(fd, 64) == 0 else {
             close(fd)
@@ -137,7 +140,8 @@ public final class FaultOrigin: Sendable {
                     usleep(UInt32(interval * 1_000_000))
                 }
             case .endlessChunks(let size):
-                let chunk = Array(String(size, radix: 16).utf8) + [13, 10] + [UInt8](repeating: 0x42, count: size) + [13, 10]
+                let chunk =
+                    Array(String(size, radix: 16).utf8) + [13, 10] + [UInt8](repeating: 0x42, count: size) + [13, 10]
                 while !stopped.load(ordering: .sequentiallyConsistent), send(connection, chunk) {}
                 return
             case .hang:
@@ -162,7 +166,9 @@ public final class FaultOrigin: Sendable {
     private func send(_ connection: Int32, _ bytes: [UInt8]) -> Bool {
         var sent = 0
         while sent < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(connection, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL)) }
+            let n = bytes.withUnsafeBytes {
+                Glibc.send(connection, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL))
+            }
             if n <= 0 { return false }
             sent += n
         }

@@ -1,8 +1,8 @@
-import NIOConcurrencyHelpers
 import Foundation
 import HTTPTypes
 import HummingbirdCore
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 

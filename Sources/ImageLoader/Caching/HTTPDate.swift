@@ -61,7 +61,8 @@ enum HTTPDate {
     private static func clock(_ text: String) -> [Int]? {
         let fields = text.split(separator: ":", omittingEmptySubsequences: false)
         let parts = fields.compactMap { Checked.decimal($0, limit: 99) }
-        guard fields.count == 3, parts.count == 3, fields.allSatisfy({ (1...2).contains($0.count) }), (0...23).contains(parts[0]), (0...59).contains(parts[1]), (0...60).contains(parts[2])
+        guard fields.count == 3, parts.count == 3, fields.allSatisfy({ (1...2).contains($0.count) }),
+            (0...23).contains(parts[0]), (0...59).contains(parts[1]), (0...60).contains(parts[2])
         else {
             return nil
         }

@@ -1,5 +1,5 @@
-import RasterImage
 import Foundation
+import RasterImage
 
 /// Hands one load's events to every caller waiting on it. A caller that joins late
 /// first receives the events it missed, so every caller sees the whole sequence.

@@ -1,5 +1,5 @@
-import RasterImage
 import Foundation
+import RasterImage
 
 /// How urgent a load is. Higher runs first when the loader is at its limits.
 public enum LoadPriority: Int, Sendable, Hashable, Comparable, CaseIterable, Codable {

@@ -1,5 +1,5 @@
-import RasterImage
 import CLCMS
+import RasterImage
 
 /// The colour model of pixels handed to ``ColorProfileConversion``.
 enum PixelColorModel: Hashable {

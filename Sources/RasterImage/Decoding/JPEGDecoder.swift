@@ -141,9 +141,15 @@ final class JPEGReadSession {
                 return Checked.add(Int(value), factor - 1).map { $0 / factor * factor }
             }
             let blocks = roundedUp(component.width_in_blocks, component.h_samp_factor)
-                .flatMap { width in roundedUp(component.height_in_blocks, component.v_samp_factor).flatMap { Checked.multiply(width, $0) } }
+                .flatMap { width in
+                    roundedUp(component.height_in_blocks, component.v_samp_factor).flatMap {
+                        Checked.multiply(width, $0)
+                    }
+                }
             fewestBlocks = min(fewestBlocks, blocks ?? .max)
-            bytes = bytes.flatMap { total in blocks.flatMap { Checked.multiply($0, 128) }.flatMap { Checked.add(total, $0) } }
+            bytes = bytes.flatMap { total in
+                blocks.flatMap { Checked.multiply($0, 128) }.flatMap { Checked.add(total, $0) }
+            }
         }
         try limits.checkWorking(bytes: bytes, format: .jpeg, what: "progressive JPEG coefficients")
         if !allowsTruncatedData, reader.size < fewestBlocks / 8 {

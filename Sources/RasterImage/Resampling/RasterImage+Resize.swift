@@ -19,7 +19,8 @@ extension RasterImage {
         let (width, height) = (max(1, width), max(1, height))
         if width == self.width && height == self.height && bytesPerRow == width * 4 { return self }
         return resized(
-            window: ResizeWindow(inputWidth: self.width, inputHeight: self.height, outputWidth: width, outputHeight: height),
+            window: ResizeWindow(
+                inputWidth: self.width, inputHeight: self.height, outputWidth: width, outputHeight: height),
             kernel: kernel, linearLight: linearLight)
     }
 
@@ -29,7 +30,8 @@ extension RasterImage {
         let channels: RowChannels = alphaMode == .straight && hasAlpha ? .straightAlpha : .independent
         let frames = self.frames.map { frame in
             Frame(
-                pixels: resize(frame.pixels, window: window, kernel: kernel, channels: channels, linearLight: linearLight),
+                pixels: resize(
+                    frame.pixels, window: window, kernel: kernel, channels: channels, linearLight: linearLight),
                 duration: frame.duration)
         }
         return RasterImage(

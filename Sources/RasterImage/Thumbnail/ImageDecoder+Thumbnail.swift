@@ -47,7 +47,8 @@ extension JPEGDecoder {
             kernel: options.kernel, channels: .independent, linearLight: options.linearLight && !keepsCMYK)
         try session.readRows(into: ResizingTarget(resizer: resizer), allowsTruncatedData: false)
         let image = RasterImage(
-            validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight, bytesPerRow: geometry.croppedWidth * 4,
+            validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight,
+            bytesPerRow: geometry.croppedWidth * 4,
             frames: [.init(pixels: resizer.finish())], alphaMode: .straight, loopCount: 1,
             orientation: metadata.orientation, iccProfile: metadata.iccProfile, format: .jpeg, hasAlpha: false)
         return ThumbnailFinisher.finish(
@@ -80,7 +81,8 @@ extension PNGDecoder {
             allowsTruncatedData: false)
         let orientation = try finish(session, header: header, truncated: false, false)
         let image = RasterImage(
-            validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight, bytesPerRow: geometry.croppedWidth * 4,
+            validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight,
+            bytesPerRow: geometry.croppedWidth * 4,
             frames: [.init(pixels: resizer.finish())], alphaMode: .straight, loopCount: 1, orientation: orientation,
             iccProfile: header.iccProfile, format: .png, hasAlpha: header.hasAlpha)
         return ThumbnailFinisher.finish(image, geometry: geometry, options: options)
@@ -117,7 +119,8 @@ extension TIFFDecoder {
             linearLight: options.linearLight)
         _ = try file.readRows(page, into: ResizingTarget(resizer: resizer, maxRows: 1), allowsTruncatedData: false)
         let image = RasterImage(
-            validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight, bytesPerRow: geometry.croppedWidth * 4,
+            validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight,
+            bytesPerRow: geometry.croppedWidth * 4,
             frames: [.init(pixels: resizer.finish())], alphaMode: associated ? .premultiplied : .straight,
             loopCount: 1, orientation: page.orientation, iccProfile: page.iccProfile, format: .tiff,
             hasAlpha: page.alpha != nil)
@@ -141,7 +144,8 @@ extension BMPDecoder {
         _ = try readRows(
             header, reader, into: ResizingTarget(resizer: resizer, maxRows: 1), allowsTruncatedData: false)
         let image = RasterImage(
-            validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight, bytesPerRow: geometry.croppedWidth * 4,
+            validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight,
+            bytesPerRow: geometry.croppedWidth * 4,
             frames: [.init(pixels: resizer.finish())], alphaMode: .straight, loopCount: 1, orientation: .up,
             iccProfile: header.iccProfile, format: .bmp, hasAlpha: header.hasAlphaChannel)
         return ThumbnailFinisher.finish(image, geometry: geometry, options: options)
