@@ -1,6 +1,7 @@
 #include "CPNG.h"
 
 #include <setjmp.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void copy_message(char *destination, size_t capacity, const char *text) {
@@ -32,11 +33,28 @@ static void reader_read(png_structp png, png_bytep data, size_t length) {
     }
 }
 
-int cpng_reader_init(cpng_reader *reader, cpng_read_fn read, void *context) {
+static png_voidp reader_malloc(png_structp png, png_alloc_size_t size) {
+    cpng_reader *reader = (cpng_reader *)png_get_mem_ptr(png);
+    if (size > reader->largest_request) reader->largest_request = size;
+    if (size > reader->max_allocation) {
+        reader->refused_allocations++;
+        return NULL;
+    }
+    return malloc(size);
+}
+
+static void reader_free(png_structp png, png_voidp pointer) {
+    (void)png;
+    free(pointer);
+}
+
+int cpng_reader_init(cpng_reader *reader, cpng_read_fn read, void *context, size_t max_allocation) {
     memset(reader, 0, sizeof *reader);
     reader->read = read;
     reader->context = context;
-    reader->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, reader, reader_error, reader_warning);
+    reader->max_allocation = max_allocation;
+    reader->png = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, reader, reader_error, reader_warning,
+                                           reader, reader_malloc, reader_free);
     if (!reader->png) {
         copy_message(reader->message, sizeof reader->message, "libpng could not allocate its state");
         return -1;

@@ -48,6 +48,21 @@ struct ResourceLimitTests {
         #expect(error?.format == .png)
     }
 
+    @Test("a 487-byte PNG declaring a 1.7 GB eXIf chunk (a fuzzer finding): libpng is refused the allocation")
+    func hugeExifChunk() throws {
+        let source = hostile("png-exif-chunk-1.7gb.png")
+        let limits = DecodingLimits()
+        let (largest, refused) = try source.withReader(limits: limits) { reader in
+            let session = try PNGReadSession(reader, limits: limits)
+            _ = try? session.readHeader()
+            return (session.largestAllocationRequest, session.refusedAllocations)
+        }
+        #expect(largest == 1_761_607_706)  // what the chunk declares, asked for by libpng...
+        #expect(refused == 1)  // ...and refused: no allocation past maxWorkingBytes
+        let error = expectDecodingError { _ = try ImageDecoder().decode(source) }
+        #expect(error?.format == .png)
+    }
+
     @Test("a truncated progressive JPEG claiming 9000x9000 fails before its coefficients are allocated")
     func truncatedProgressiveJPEG() {
         let source = hostile("jpeg-progressive-9000x9000-truncated.jpg")

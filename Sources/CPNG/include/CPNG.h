@@ -23,12 +23,19 @@ typedef struct cpng_reader {
     void *context;
     /// Set when `read` returned fewer bytes than libpng asked for.
     int reached_end_of_data;
+    /// The largest single allocation libpng may make; larger requests get NULL, which
+    /// libpng reports as an error or skips the chunk (a 500-byte file can declare a
+    /// 2 GB eXIf chunk, which libpng would otherwise allocate before reading it).
+    size_t max_allocation;
+    /// The largest request seen, and how many were refused (for the tests).
+    size_t largest_request;
+    unsigned refused_allocations;
     /// The last error (or, when there was none, the last warning) libpng reported.
     char message[200];
 } cpng_reader;
 
 /// Creates the libpng structures. Returns 0, or -1 when libpng could not allocate them.
-int cpng_reader_init(cpng_reader *reader, cpng_read_fn read, void *context);
+int cpng_reader_init(cpng_reader *reader, cpng_read_fn read, void *context, size_t max_allocation);
 void cpng_reader_destroy(cpng_reader *reader);
 
 /// Reads the signature and every chunk before the first IDAT.

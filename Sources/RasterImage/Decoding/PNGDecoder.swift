@@ -6,7 +6,7 @@ enum PNGDecoder: FormatDecoder {
     static let format = ImageFormat.png
 
     static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
-        let session = try PNGReadSession(reader)
+        let session = try PNGReadSession(reader, limits: limits)
         let header = try session.readHeader()
         return ImageInfo(
             format: .png, width: header.width, height: header.height, hasAlpha: header.hasAlpha,
@@ -14,7 +14,7 @@ enum PNGDecoder: FormatDecoder {
     }
 
     static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {
-        let session = try PNGReadSession(reader)
+        let session = try PNGReadSession(reader, limits: options.limits)
         let header = try session.readHeader()
         try options.limits.check(width: header.width, height: header.height, format: .png)
         try checkRowBuffers(width: header.width, limits: options.limits)
@@ -96,14 +96,15 @@ final class PNGReadSession {
     private let state: UnsafeMutablePointer<cpng_reader>
     private let reader: ByteReader
 
-    init(_ reader: ByteReader) throws {
+    /// `limits.maxWorkingBytes` bounds every allocation libpng makes.
+    init(_ reader: ByteReader, limits: DecodingLimits) throws {
         self.reader = reader
         state = .allocate(capacity: 1)
         let read: cpng_read_fn = { context, buffer, count in
             size_t(ByteReader.from(context).read(into: buffer!, count: Int(count)))
         }
         // On failure deinit releases the state: every stored property is set.
-        if cpng_reader_init(state, read, reader.context) != 0 {
+        if cpng_reader_init(state, read, reader.context, max(1 << 20, limits.maxWorkingBytes)) != 0 {
             throw ImageDecodingError(.corrupt, format: .png, message: "libpng could not start")
         }
     }
@@ -112,6 +113,10 @@ final class PNGReadSession {
         cpng_reader_destroy(state)
         state.deallocate()
     }
+
+    /// The largest allocation libpng asked for, and how many it was refused.
+    var largestAllocationRequest: Int { Int(state.pointee.largest_request) }
+    var refusedAllocations: Int { Int(state.pointee.refused_allocations) }
 
     private var png: png_structp { state.pointee.png }
     private var info: png_infop { state.pointee.info }

@@ -58,7 +58,7 @@ extension JPEGDecoder {
 
 extension PNGDecoder {
     static func thumbnail(_ reader: ByteReader, options: ThumbnailOptions) throws -> RasterImage {
-        let session = try PNGReadSession(reader)
+        let session = try PNGReadSession(reader, limits: options.limits)
         let header = try session.readHeader()
         try options.limits.check(width: header.width, height: header.height, format: .png)
         try checkRowBuffers(width: header.width, limits: options.limits)
