@@ -189,8 +189,7 @@ public final class DiskCache: Sendable {
     }
 
     /// Reads the folder again, so entries other processes wrote (or removed) count
-    /// toward ``maxBytes``: their last access is the later of the saved index's and
-    /// the file's date, so another process's fresh entries are not taken for old ones.
+    /// toward ``maxBytes``, and their fresh entries are not taken for old ones.
     private func rescanFolder() {
         let saved = savedIndex()
         let onDisk = loadIndex(saved: saved)
@@ -214,6 +213,7 @@ public final class DiskCache: Sendable {
             state.totalBytes = merged.values.reduce(0) { Checked.saturatingAdd($0, $1.size) }
             state.bytesSinceRescan = 0
             state.lastRescan = clock()
+            state.folderStamp = onDisk.folderStamp
         }
     }
 
