@@ -37,7 +37,7 @@ struct ImageEncoderTests {
         encoder.background = (255, 0, 255)
         let clear = RasterImage(width: 16, height: 16, pixels: [UInt8](repeating: 0, count: 16 * 16 * 4))!
         let decoded = try ImageDecoder().decode(.bytes(try encoder.encode(clear)))
-        let (r, g, b, _) = decoded.pixel(x: 8, y: 8)
+        let (r, g, b, _) = try #require(decoded.pixel(x: 8, y: 8))
         #expect(r > 250 && g < 5 && b > 250)
     }
 

@@ -34,7 +34,7 @@ struct RasterImageTests {
         #expect(premultiplied.alphaMode == .premultiplied)
         for a in stride(from: 0, through: 255, by: 17) {
             for c in stride(from: 0, through: 255, by: 5) {
-                let (r, g, _, alpha) = premultiplied.pixel(x: c, y: a)
+                let (r, g, _, alpha) = try #require(premultiplied.pixel(x: c, y: a))
                 #expect(Int(r) == (c * a + 127) / 255)
                 #expect(Int(g) == ((255 - c) * a + 127) / 255)
                 #expect(Int(alpha) == a)
@@ -42,10 +42,14 @@ struct RasterImageTests {
         }
         let back = premultiplied.straightAlpha()
         #expect(back.alphaMode == .straight)
+        // Outside the image, or a frame it does not have: nil, never a trap.
+        #expect(
+            back.pixel(x: 256, y: 0) == nil && back.pixel(x: 0, y: -1) == nil && back.pixel(x: 0, y: 0, frame: 1) == nil
+        )
         // Opaque pixels come back exactly; translucent ones within the rounding of a / 255.
         for c in 0...255 {
-            #expect(back.pixel(x: c, y: 255).r == UInt8(c))
-            let (r, _, _, _) = back.pixel(x: c, y: 128)
+            #expect(back.pixel(x: c, y: 255)?.r == UInt8(c))
+            let (r, _, _, _) = try #require(back.pixel(x: c, y: 128))
             #expect(abs(Int(r) - c) <= 1)
         }
         #expect(premultiplied.premultiplied() == premultiplied)

@@ -124,13 +124,14 @@ public struct RasterImage: Sendable, Hashable {
         orientation.swapsDimensions ? (height, width) : (width, height)
     }
 
-    /// The RGBA value of one pixel of one frame.
+    /// The RGBA value of one pixel of one frame, or `nil` when the point or the frame is
+    /// outside the image (coordinates that came from a request never trap).
     ///
     /// ```swift
-    /// let (r, g, b, a) = image.pixel(x: 0, y: 0)
+    /// if let (r, g, b, a) = image.pixel(x: 0, y: 0) { ... }
     /// ```
-    public func pixel(x: Int, y: Int, frame: Int = 0) -> (r: UInt8, g: UInt8, b: UInt8, a: UInt8) {
-        precondition(x >= 0 && x < width && y >= 0 && y < height, "pixel (\(x), \(y)) is outside the image")
+    public func pixel(x: Int, y: Int, frame: Int = 0) -> (r: UInt8, g: UInt8, b: UInt8, a: UInt8)? {
+        guard x >= 0, x < width, y >= 0, y < height, frames.indices.contains(frame) else { return nil }
         let pixels = frames[frame].pixels
         let offset = y * bytesPerRow + x * 4
         return (pixels[offset], pixels[offset + 1], pixels[offset + 2], pixels[offset + 3])
