@@ -18,15 +18,15 @@ enum RowChannels {
 ///
 /// Rows are 8-bit, 4 channels. The output is 8-bit RGBA in the input's alpha mode.
 final class StreamingResizer {
-    let inputWidth: Int
-    let inputHeight: Int
-    let outputWidth: Int
-    let outputHeight: Int
+    let window: ResizeWindow
+    var inputWidth: Int { window.inputWidth }
+    var inputHeight: Int { window.inputHeight }
+    var outputWidth: Int { window.width }
+    var outputHeight: Int { window.height }
     let boxX: Int
     let boxY: Int
     let channels: RowChannels
     let linearLight: Bool
-    let window: ResizeWindow
 
     /// The box columns the output reads (box columns are `boxX` input columns each).
     private let boxColumns: Range<Int>
@@ -79,16 +79,12 @@ final class StreamingResizer {
         outputRows: Range<Int>? = nil
     ) {
         self.window = window
-        inputWidth = window.inputWidth
-        inputHeight = window.inputHeight
-        outputWidth = window.width
-        outputHeight = window.height
         self.channels = channels
         self.linearLight = linearLight
-        boxX = kernel == .box ? 1 : StreamingResizer.boxFactor(input: inputWidth, output: window.scaledWidth)
-        boxY = kernel == .box ? 1 : StreamingResizer.boxFactor(input: inputHeight, output: window.scaledHeight)
-        let boxWidth = (inputWidth + boxX - 1) / boxX
-        boxHeight = (inputHeight + boxY - 1) / boxY
+        boxX = kernel == .box ? 1 : StreamingResizer.boxFactor(input: window.inputWidth, output: window.scaledWidth)
+        boxY = kernel == .box ? 1 : StreamingResizer.boxFactor(input: window.inputHeight, output: window.scaledHeight)
+        let boxWidth = (window.inputWidth + boxX - 1) / boxX
+        boxHeight = (window.inputHeight + boxY - 1) / boxY
         let horizontalWeights = ResampleWeights(
             inputSize: boxWidth, outputSize: window.scaledWidth, kernel: kernel,
             outputs: window.x..<(window.x + window.width))
@@ -96,7 +92,7 @@ final class StreamingResizer {
         let firstColumn = horizontalWeights.starts.min() ?? 0
         let endColumn = zip(horizontalWeights.starts, horizontalWeights.counts).map { $0 + $1 }.max() ?? firstColumn
         boxColumns = firstColumn..<max(firstColumn, endColumn)
-        let (width, boxX) = (inputWidth, boxX)
+        let (width, boxX) = (window.inputWidth, boxX)
         horizontal = TapTable(
             horizontalWeights, firstInput: firstColumn, inputScale: { 1 / Float(min(boxX, width - $0 * boxX)) })
         let verticalWeights = ResampleWeights(
@@ -105,21 +101,21 @@ final class StreamingResizer {
         vertical = TapTable(verticalWeights)
         boxRow = .allocate(capacity: max(1, boxColumns.count))
         boxRow.initialize(repeating: .zero, count: max(1, boxColumns.count))
-        verticalRow = .allocate(capacity: outputWidth)
-        verticalRow.initialize(repeating: .zero, count: outputWidth)
+        verticalRow = .allocate(capacity: window.width)
+        verticalRow.initialize(repeating: .zero, count: window.width)
         ringCapacity = vertical.stride + 1
-        ring = .allocate(capacity: ringCapacity * outputWidth)
-        ring.initialize(repeating: .zero, count: ringCapacity * outputWidth)
-        let band = outputRows ?? 0..<outputHeight
+        ring = .allocate(capacity: ringCapacity * window.width)
+        ring.initialize(repeating: .zero, count: ringCapacity * window.width)
+        let band = outputRows ?? 0..<window.height
         self.outputRows = band
         let firstBoxRow = band.isEmpty ? 0 : verticalWeights.starts[band.lowerBound]
         let endBoxRow =
             band.map { verticalWeights.starts[$0] + verticalWeights.counts[$0] }.max() ?? firstBoxRow
-        inputRows = (firstBoxRow * boxY)..<min(inputHeight, endBoxRow * boxY)
+        inputRows = (firstBoxRow * boxY)..<min(window.inputHeight, endBoxRow * boxY)
         inputRowsSeen = inputRows.lowerBound
         boxRowsDone = firstBoxRow
         nextOutputRow = band.lowerBound
-        output = [UInt8](repeating: 0, count: outputWidth * band.count * 4)
+        output = [UInt8](repeating: 0, count: window.width * band.count * 4)
     }
 
     deinit {
@@ -129,9 +125,6 @@ final class StreamingResizer {
         horizontal.deallocate()
         vertical.deallocate()
     }
-
-    /// Whether every input row has arrived.
-    var isComplete: Bool { inputRowsSeen == inputRows.upperBound }
 
     /// Takes input row `y` (`inputWidth` pixels, 4 bytes each). Rows come in order;
     /// rows the resize does not need (outside ``inputRows``, or again) are ignored.
@@ -146,7 +139,6 @@ final class StreamingResizer {
                 }
             }
             inputRowsSeen += 1
-            nextOutputRow = min(outputRows.upperBound, max(nextOutputRow, y - window.y + 1))
             return
         }
         accumulate(row)
