@@ -17,7 +17,6 @@ enum PNGDecoder: FormatDecoder {
         let session = try PNGReadSession(reader, limits: options.limits)
         let header = try session.readHeader()
         try options.limits.check(width: header.width, height: header.height, format: .png)
-        try checkRowBuffers(width: header.width, limits: options.limits)
         if case .index(let n) = options.frames, n != 0 {
             throw ImageDecodingError(.frameOutOfRange(index: n, count: 1), format: .png)
         }
@@ -37,15 +36,6 @@ enum PNGDecoder: FormatDecoder {
             validatedWidth: width, height: height, bytesPerRow: bytesPerRow, frames: [.init(pixels: pixels)],
             alphaMode: .straight, loopCount: 1, orientation: orientation, iccProfile: header.iccProfile,
             format: .png, hasAlpha: header.hasAlpha || truncated)
-    }
-
-    /// libpng keeps two rows (the current one and the previous, for the filters) of up
-    /// to 8 bytes a pixel (16-bit RGBA), its width rounded up to 8; the caller's row is
-    /// 4 bytes a pixel more. A 100,000,000 x 1 image would need 1.6 GB of them.
-    static func checkRowBuffers(width: Int, limits: DecodingLimits) throws {
-        let libpngRow = Checked.add(width, 7).flatMap { Checked.multiply($0, 8) }.flatMap { Checked.add($0, 1) }
-        let bytes = libpngRow.flatMap { Checked.multiply($0, 2) }.flatMap { Checked.add($0, width * 4) }
-        try limits.checkWorking(bytes: bytes, format: .png, what: "row buffers")
     }
 
     /// Reads every row of every pass into `target`. Returns whether the data ended early
@@ -95,10 +85,12 @@ final class PNGReadSession {
 
     private let state: UnsafeMutablePointer<cpng_reader>
     private let reader: ByteReader
+    private let limits: DecodingLimits
 
     /// `limits.maxWorkingBytes` bounds every allocation libpng makes.
     init(_ reader: ByteReader, limits: DecodingLimits) throws {
         self.reader = reader
+        self.limits = limits
         state = .allocate(capacity: 1)
         let read: cpng_read_fn = { context, buffer, count in
             size_t(ByteReader.from(context).read(into: buffer!, count: Int(count)))
@@ -141,7 +133,15 @@ final class PNGReadSession {
     }
 
     /// Requests 8-bit RGBA rows; returns the number of interlace passes.
+    /// libpng allocates its row buffers here: two rows (the current one and the previous,
+    /// for the filters) of up to 8 bytes a pixel (16-bit RGBA), the width rounded up to 8,
+    /// and the caller reads into a row of 4 bytes a pixel. They are checked against the
+    /// working memory first: a 100,000,000 x 1 image would need 1.6 GB of them.
     func startRGBA8() throws -> Int {
+        let width = Int(png_get_image_width(png, info))
+        let libpngRow = Checked.add(width, 7).flatMap { Checked.multiply($0, 8) }.flatMap { Checked.add($0, 1) }
+        let bytes = libpngRow.flatMap { Checked.multiply($0, 2) }.flatMap { Checked.add($0, width * 4) }
+        try limits.checkWorking(bytes: bytes, format: .png, what: "row buffers")
         var passes: Int32 = 1
         guard cpng_set_rgba8_output(state, &passes) == 0 else { throw failure() }
         return Int(passes)

@@ -61,7 +61,6 @@ extension PNGDecoder {
         let session = try PNGReadSession(reader, limits: options.limits)
         let header = try session.readHeader()
         try options.limits.check(width: header.width, height: header.height, format: .png)
-        try checkRowBuffers(width: header.width, limits: options.limits)
         if header.interlaced {
             // Adam7 passes each cover the whole image: decode it, then resize.
             reader.seek(to: 0)
