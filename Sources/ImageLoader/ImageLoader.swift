@@ -235,9 +235,12 @@ extension URL {
     /// The URL without its fragment (`#...`): a fragment is never sent, so it names the
     /// same resource, and must not make a cache key of its own (`U#thumbnail(...)` would
     /// otherwise reach the key of another product of `U`).
+    /// (Every load, memory hits included, goes through here: `fragment` answers in
+    /// nanoseconds, a Character search of `absoluteString` took over a microsecond.)
     var droppingFragment: URL {
+        guard fragment != nil else { return self }
         let text = absoluteString
-        guard let hash = text.firstIndex(of: "#") else { return self }
+        guard let hash = text.utf8.firstIndex(of: UInt8(ascii: "#")) else { return self }
         return URL(string: String(text[..<hash])) ?? self
     }
 }
