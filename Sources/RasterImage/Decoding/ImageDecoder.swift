@@ -43,11 +43,49 @@ public struct ImageInfo: Sendable, Hashable {
 
 /// Turns encoded bytes into a ``RasterImage``. The seam for custom decoders: the
 /// loader takes any `ImageDecoding`.
+///
+/// Only ``decode(_:options:)`` and ``info(_:options:)`` are required. The thumbnail
+/// methods have defaults that decode at full size and resample; a decoder that can
+/// shrink while loading overrides them, as ``ImageDecoder`` does.
+///
+/// ```swift
+/// struct LoggingDecoder: ImageDecoding {
+///     let inner = ImageDecoder()
+///     func decode(_ source: ImageSource, options: DecodingOptions) throws(ImageDecodingError) -> RasterImage {
+///         try inner.decode(source, options: options)
+///     }
+///     func info(_ source: ImageSource, options: DecodingOptions) throws(ImageDecodingError) -> ImageInfo {
+///         try inner.info(source, options: options)
+///     }
+/// }
+/// ```
 public protocol ImageDecoding: Sendable {
     /// Decodes the image in `source`.
     func decode(_ source: ImageSource, options: DecodingOptions) throws(ImageDecodingError) -> RasterImage
     /// Reads the header of the image in `source` without decoding its pixels.
     func info(_ source: ImageSource, options: DecodingOptions) throws(ImageDecodingError) -> ImageInfo
+    /// A thumbnail of the image in `source`, upright, sRGB, straight alpha.
+    /// Default: ``decode(_:options:)`` with the thumbnail's limits and frames, then
+    /// ``RasterImage/thumbnail(options:)``.
+    func thumbnail(_ source: ImageSource, options: ThumbnailOptions) throws(ImageDecodingError) -> RasterImage
+    /// One decode from which every thumbnail in `thumbnails` can be made
+    /// (``ReducedImage/thumbnail(options:)``): as small as the largest of them allows.
+    /// Default: ``decode(_:options:)`` at full size.
+    func decode(_ source: ImageSource, options: DecodingOptions, reducedFor thumbnails: [ThumbnailOptions])
+        throws(ImageDecodingError) -> ReducedImage
+}
+
+extension ImageDecoding {
+    public func thumbnail(_ source: ImageSource, options: ThumbnailOptions) throws(ImageDecodingError) -> RasterImage {
+        try decode(source, options: DecodingOptions(limits: options.limits, frames: options.frames))
+            .thumbnail(options: options)
+    }
+
+    public func decode(_ source: ImageSource, options: DecodingOptions, reducedFor thumbnails: [ThumbnailOptions])
+        throws(ImageDecodingError) -> ReducedImage
+    {
+        ReducedImage(full: try decode(source, options: options))
+    }
 }
 
 /// Decodes PNG, JPEG, GIF, TIFF, WebP and BMP, choosing the decoder from the bytes'

@@ -26,6 +26,7 @@ public struct ImageSource: Sendable {
         case bytes([UInt8])
         case data(Data)
         case file(String)
+        case collection(any Collection<UInt8> & Sendable)
     }
 
     let storage: Storage
@@ -34,6 +35,18 @@ public struct ImageSource: Sendable {
     public static func bytes(_ bytes: [UInt8]) -> ImageSource { ImageSource(storage: .bytes(bytes)) }
     /// Bytes in a `Data`.
     public static func data(_ data: Data) -> ImageSource { ImageSource(storage: .data(data)) }
+    /// Bytes in any collection, read in place when it has contiguous storage (a
+    /// `ByteBuffer`'s `readableBytesView`, an `ArraySlice`, a `Data` slice), copied
+    /// once otherwise. Nothing is copied when the source is made.
+    ///
+    /// ```swift
+    /// let upload: ByteBuffer = request.body              // in a server handler
+    /// let image = try ImageDecoder().decode(.bytes(upload.readableBytesView))
+    /// ```
+    public static func bytes(_ collection: some Collection<UInt8> & Sendable) -> ImageSource {
+        ImageSource(storage: .collection(collection))
+    }
+
     /// A regular file, opened and read when a decode runs.
     public static func file(path: String) -> ImageSource { ImageSource(storage: .file(path)) }
 
@@ -67,11 +80,33 @@ public struct ImageSource: Sendable {
             return try data.withUnsafeBytes { buffer in
                 try ByteReader.withMemory(buffer, limits: limits, body)
             }
+        case .collection(let collection):
+            return try ImageSource.read(collection, limits: limits, body)
         case .file(let path):
             let reader = try ByteReader(path: path)
             defer { reader.close() }
             try reader.checkSize(limits: limits)
             return try body(reader)
+        }
+    }
+}
+
+extension ImageSource {
+    /// Reads a collection in place when its storage is contiguous, else from one copy.
+    fileprivate static func read<C: Collection<UInt8>, R>(
+        _ collection: C, limits: DecodingLimits, _ body: (ByteReader) throws -> R
+    ) throws -> R {
+        if let result = try collection.withContiguousStorageIfAvailable({ buffer in
+            try ByteReader.withMemory(UnsafeRawBufferPointer(buffer), limits: limits, body)
+        }) {
+            return result
+        }
+        // Check the size before copying: the copy is the working memory here.
+        guard collection.count <= limits.maxInputBytes else {
+            throw ImageDecodingError(.inputTooLarge(bytes: collection.count, limit: limits.maxInputBytes))
+        }
+        return try Array(collection).withUnsafeBytes { buffer in
+            try ByteReader.withMemory(buffer, limits: limits, body)
         }
     }
 }

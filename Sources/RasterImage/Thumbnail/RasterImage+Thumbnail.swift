@@ -12,8 +12,16 @@ extension RasterImage {
     /// Throws ``ImageDecodingError/Reason/invalidThumbnailSize(width:height:)`` for a box
     /// outside `1...ThumbnailOptions.maxSide` or larger than the limits allow.
     public func thumbnail(options: ThumbnailOptions) throws(ImageDecodingError) -> RasterImage {
+        try thumbnail(options: options, sourceWidth: width, sourceHeight: height)
+    }
+
+    /// A thumbnail whose box is fitted to a `sourceWidth` x `sourceHeight` original
+    /// this image is a reduction of (shrunk while loading).
+    func thumbnail(options: ThumbnailOptions, sourceWidth: Int, sourceHeight: Int) throws(ImageDecodingError)
+        -> RasterImage
+    {
         let geometry = try ThumbnailGeometry(
-            sourceWidth: width, sourceHeight: height, orientation: orientation, options: options)
+            sourceWidth: sourceWidth, sourceHeight: sourceHeight, orientation: orientation, options: options)
         let kept: [Frame]
         switch options.frames {
         case .first: kept = [frames[0]]

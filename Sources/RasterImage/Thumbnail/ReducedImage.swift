@@ -1,0 +1,74 @@
+/// An image decoded once to make several thumbnails: possibly shrunk while loading
+/// (a JPEG by its DCT), with the size of the original it came from, so each
+/// thumbnail gets exactly the geometry it would get from the original.
+///
+/// ```swift
+/// let sizes = [ThumbnailOptions(maxPixelSize: 512), ThumbnailOptions(maxPixelSize: 128)]
+/// let reduced = try ImageDecoder().decode(.bytes(body), options: DecodingOptions(), reducedFor: sizes)
+/// let thumbnails = try sizes.map { try reduced.thumbnail(options: $0) }
+/// ```
+public struct ReducedImage: Sendable {
+    /// The decoded pixels, at full size or reduced.
+    public let image: RasterImage
+    /// The size of the original image, before any reduction.
+    public let originalWidth: Int
+    public let originalHeight: Int
+
+    /// An image decoded at full size.
+    public init(full image: RasterImage) {
+        self.init(image: image, originalWidth: image.width, originalHeight: image.height)
+    }
+
+    init(image: RasterImage, originalWidth: Int, originalHeight: Int) {
+        self.image = image
+        self.originalWidth = originalWidth
+        self.originalHeight = originalHeight
+    }
+
+    /// Whether the pixels are the original's size.
+    public var isFullSize: Bool { image.width == originalWidth && image.height == originalHeight }
+
+    /// A thumbnail, as ``RasterImage/thumbnail(options:)`` makes it, with the box
+    /// fitted to the original's size.
+    public func thumbnail(options: ThumbnailOptions) throws(ImageDecodingError) -> RasterImage {
+        try image.thumbnail(options: options, sourceWidth: originalWidth, sourceHeight: originalHeight)
+    }
+}
+
+extension ImageDecoder {
+    /// One decode for all of `thumbnails`: a JPEG is scaled in the DCT by the largest
+    /// factor that still leaves every thumbnail the margin its
+    /// ``ThumbnailOptions/shrinkOnLoad`` asks for; other formats decode at full size.
+    public func decode(_ source: ImageSource, options: DecodingOptions, reducedFor thumbnails: [ThumbnailOptions])
+        throws(ImageDecodingError) -> ReducedImage
+    {
+        try ImageDecoder.run(source, options.limits) { reader, decoder in
+            guard decoder.format == .jpeg, !thumbnails.isEmpty else {
+                return ReducedImage(full: try decoder.decode(reader, options: options))
+            }
+            return try JPEGDecoder.decode(reader, options: options, reducedFor: thumbnails)
+        }
+    }
+}
+
+extension JPEGDecoder {
+    static func decode(_ reader: ByteReader, options: DecodingOptions, reducedFor thumbnails: [ThumbnailOptions])
+        throws -> ReducedImage
+    {
+        let header = try info(reader, limits: options.limits)
+        reader.seek(to: 0)
+        var denominator = 8
+        for thumbnail in thumbnails {
+            let geometry = try ThumbnailGeometry(
+                sourceWidth: header.width, sourceHeight: header.height, orientation: header.orientation,
+                options: thumbnail)
+            denominator = min(
+                denominator,
+                ShrinkOnLoad.factor(
+                    width: header.width, height: header.height, target: geometry, mode: thumbnail.shrinkOnLoad,
+                    choices: [8, 4, 2]))
+        }
+        let image = try decode(reader, options: options, scaleDenominator: denominator)
+        return ReducedImage(image: image, originalWidth: header.width, originalHeight: header.height)
+    }
+}
