@@ -17,23 +17,50 @@ public struct LoadedImage: Sendable {
         case network
         /// A file URL.
         case localFile
+        /// Bytes the caller handed over (``ImageLoader/thumbnail(of:options:declaredContentType:priority:)``).
+        case bytes
+    }
+
+    /// Whether a cached image may be used as it is, and why.
+    public enum Freshness: String, Sendable, Hashable, Codable {
+        /// Fresh (or just obtained from the origin).
+        case fresh
+        /// Stale, and RFC 9111 lets it be used while it is revalidated in the
+        /// background (stale-while-revalidate). ``ImageLoader/image(for:options:)`` returns it.
+        case staleWhileRevalidate
+        /// Stale, and the origin failed: stale-if-error lets it be used.
+        /// ``ImageLoader/image(for:options:)`` returns it.
+        case staleIfError
+        /// Stale (or no-cache, must-revalidate, or a reload asked for), offered to show
+        /// while it is revalidated: it may not be used as the answer until the origin
+        /// confirms it. ``ImageLoader/image(for:options:)`` waits for the revalidation.
+        case needsRevalidation
     }
 
     public let image: RasterImage
     public let source: Source
     public let url: URL
-    /// `true` when a cached image is past its freshness and is served under
-    /// stale-while-revalidate or stale-if-error.
-    public let isStale: Bool
+    /// Whether the image may be used as it is (see ``Freshness``).
+    public let freshness: Freshness
     /// For a thumbnail, its encoded bytes when the loader has them at hand (just made,
-    /// or read from the disk cache): write them out without encoding again.
+    /// read from the disk cache, or kept beside it in the memory cache): send or write
+    /// them without encoding again.
     public let encoded: EncodedImage?
 
-    public init(image: RasterImage, source: Source, url: URL, isStale: Bool = false, encoded: EncodedImage? = nil) {
+    /// `true` when the image is past its freshness (any ``Freshness`` but `.fresh`).
+    public var isStale: Bool { freshness != .fresh }
+
+    /// Whether HTTP's rules let this image be used as the answer to a request
+    /// (fresh, or stale within stale-while-revalidate or stale-if-error).
+    public var isUsable: Bool { freshness != .needsRevalidation }
+
+    public init(
+        image: RasterImage, source: Source, url: URL, freshness: Freshness = .fresh, encoded: EncodedImage? = nil
+    ) {
         self.image = image
         self.source = source
         self.url = url
-        self.isStale = isStale
+        self.freshness = freshness
         self.encoded = encoded
     }
 }
@@ -42,16 +69,29 @@ public struct LoadedImage: Sendable {
 ///
 /// | situation | events |
 /// |---|---|
-/// | fresh in memory or on disk | `cached` (`.memory` or `.disk`) |
-/// | stale, within stale-while-revalidate | `cached` (stale), then the background revalidation's `sendingRequest(hadCache: true)` and `completed` or `failed` |
-/// | stale, or no-cache, or must-revalidate | `sendingRequest(hadCache: true)`, then `completed` (`.networkNotModified` or `.networkToDisk`) or `failed` |
-/// | the origin fails, within stale-if-error | `sendingRequest(hadCache: true)`, `cached` (stale), `failed` |
+/// | fresh in memory or on disk | `cached` (`.memory` or `.disk`, `.fresh`) |
+/// | stale, within stale-while-revalidate | `cached` (`.staleWhileRevalidate`), `sendingRequest(hadCache: true)`, then `completed` (`.networkNotModified` or `.networkToDisk`) or `failed`; the revalidation finishes even if the caller leaves |
+/// | stale (no stale-while-revalidate), no-cache, must-revalidate, or `.revalidate` policy | `cached` (`.needsRevalidation`), `sendingRequest(hadCache: true)`, then `completed` (`.networkNotModified` or `.networkToDisk`) or `failed` |
+/// | the origin fails, within stale-if-error | `cached` (`.needsRevalidation`), `sendingRequest(hadCache: true)`, `cached` (`.staleIfError`), `failed` |
 /// | nothing cached | `sendingRequest(hadCache: false)`, `progress`..., `completed` (`.networkToDisk` or `.network`) or `failed` |
 /// | a failure remembered (error caching) | `failed` (`.rememberedFailure`), no request |
-/// | a file URL | `completed` (`.localFile`) or `failed` |
+/// | a file URL | `cached` (`.memory` or `.disk`) when unchanged, else `completed` (`.localFile`), or `failed` |
 ///
-/// The sequence ends after the last event. An image is obtained when a `cached` or
-/// `completed` event arrives.
+/// The sequence ends after the last event. A list shows the first image that
+/// arrives and replaces it if a later one does. ``ImageLoader/image(for:options:)``
+/// returns the first image whose ``LoadedImage/isUsable`` is `true`.
+///
+/// ```swift
+/// for await event in loader.events(for: url) {
+///     switch event {
+///     case .cached(let cached): cell.show(cached.image)       // stale ones too
+///     case .sendingRequest(let hadCache): cell.spinner(!hadCache)
+///     case .completed(let done): cell.show(done.image)
+///     case .failed(let error): cell.placeholder(error)
+///     case .progress: break
+///     }
+/// }
+/// ```
 public enum ImageLoadEvent: Sendable {
     /// A cached image is available.
     case cached(LoadedImage)
@@ -91,12 +131,23 @@ public struct LoadOptions: Sendable, Hashable {
     /// Finish the download and fill the caches even if every caller stops waiting
     /// (a list cell reused before its image arrived, when the image will be wanted again).
     public var finishesWhenCancelled = false
+    /// Header fields sent with this load's requests, after the loader's own
+    /// (``ImageLoader/Configuration/requestHeaders``); they take part in `Vary`
+    /// matching, and loads with different fields never share a request.
+    public var headers: [HeaderField] = []
+    /// When this caller stops waiting: the wait ends with ``ImageLoadingError/Reason/timeout``
+    /// (the work goes on only if another caller waits for it). `nil`: no deadline
+    /// beyond the loader's own timeouts.
+    public var deadline: ContinuousClock.Instant?
 
     public init(
-        cachePolicy: CachePolicy = .useCache, priority: LoadPriority = .normal, finishesWhenCancelled: Bool = false
+        cachePolicy: CachePolicy = .useCache, priority: LoadPriority = .normal, finishesWhenCancelled: Bool = false,
+        headers: [HeaderField] = [], deadline: ContinuousClock.Instant? = nil
     ) {
         self.cachePolicy = cachePolicy
         self.priority = priority
         self.finishesWhenCancelled = finishesWhenCancelled
+        self.headers = headers
+        self.deadline = deadline
     }
 }

@@ -31,7 +31,7 @@ public final class ImageLoader: Sendable {
     /// kept in memory.
     public let memoryCache: MemoryCache?
     private let pipeline: ImagePipeline
-    private let context: PipelineContext
+    let context: PipelineContext
     private let dataLoader: any DataLoading
     private let workers: WorkerPool
     private let isShutDown = Lock(false)
@@ -46,42 +46,45 @@ public final class ImageLoader: Sendable {
         memoryCache =
             configuration.cacheImagesInMemory
             ? MemoryCache(configuration: configuration.memoryCache, clock: configuration.clock) : nil
+        var http = configuration.http
+        http.clock = configuration.clock
         if let custom = configuration.dataLoader {
             dataLoader = custom
+        } else if let client = configuration.httpClient {
+            dataLoader = HTTPDataLoader(client: client, configuration: http, logger: configuration.logger)
         } else {
-            var http = HTTPDataLoader.Configuration()
-            http.connectTimeout = configuration.connectTimeout
-            http.readTimeout = configuration.readTimeout
-            http.timeout = configuration.timeout
-            http.maxResponseBytes = configuration.maxResponseBytes
-            http.maxRedirects = configuration.maxRedirects
-            http.credentials = configuration.credentials
-            http.trustAnySSLCertificate = configuration.trustAnySSLCertificate
-            http.clock = configuration.clock
             dataLoader = HTTPDataLoader(configuration: http, logger: configuration.logger)
         }
         workers = WorkerPool(threads: configuration.decodingThreads)
         context = PipelineContext(
             configuration: configuration, diskCache: diskCache, memoryCache: memoryCache, dataLoader: dataLoader,
             workers: workers)
-        pipeline = ImagePipeline(context: context)
+        pipeline = ImagePipeline(metrics: context.metrics)
     }
 
     /// The events of loading `url`, as they happen (see ``ImageLoadEvent`` for which
-    /// arrive when). Stop iterating at any time; the load is cancelled when no caller
-    /// waits for it any more, except a background revalidation, a prefetch, or a load
-    /// asked to finish (``LoadOptions/finishesWhenCancelled``).
+    /// arrive when): a cached image first (stale ones too, marked so), then the
+    /// request and its outcome. Stop iterating at any time; the load is cancelled when
+    /// no caller waits for it any more, except a background revalidation, a prefetch,
+    /// or a load asked to finish (``LoadOptions/finishesWhenCancelled``).
+    ///
+    /// ```swift
+    /// for await event in loader.events(for: url) {
+    ///     if let loaded = event.image { cell.show(loaded.image) }   // stale first, then the new one
+    /// }
+    /// ```
     public func events(for url: URL, options: LoadOptions = LoadOptions()) -> AsyncStream<ImageLoadEvent> {
         stream(url, product: .original, options: options)
     }
 
-    /// The image at `url` and where it came from: the first image the load yields
-    /// (a cached one, even stale under stale-while-revalidate or stale-if-error, or
-    /// the downloaded one). Throws ``ImageLoadingError`` when there is none, or when
-    /// the caller's task is cancelled (at once: the wait ends, the shared work goes on
-    /// only if another caller waits).
+    /// The image at `url` and where it came from: the first image HTTP's rules let it
+    /// use (fresh, or stale within stale-while-revalidate or stale-if-error; a stale
+    /// image that must be revalidated is not returned, the revalidation is waited
+    /// for). Throws ``ImageLoadingError`` when there is none, or when the caller's task
+    /// is cancelled or its ``LoadOptions/deadline`` passes (at once: the wait ends,
+    /// the shared work goes on only if another caller waits).
     ///
-    /// A fresh image in memory is returned without any task or actor hop.
+    /// A fresh image in memory is returned without any task hop.
     ///
     /// ```swift
     /// let loaded = try await loader.image(for: url)
@@ -98,16 +101,17 @@ public final class ImageLoader: Sendable {
         stream(url, product: .thumbnail(options), options: loadOptions)
     }
 
-    /// A thumbnail of `url`, cached in memory and on disk (encoded in
-    /// `options.outputFormat`) under the URL and the options. It stays valid exactly as
-    /// long as the original: when stale it is revalidated with the original's
-    /// validators; a 304 keeps it, a changed original replaces it. The original's bytes
-    /// are not kept. Concurrent requests for the same URL and options share one
-    /// download and one resample. File URLs are revalidated by size and date.
+    /// A thumbnail of `url`, cached in memory (with its encoded bytes) and on disk
+    /// (encoded in `options.outputFormat`) under the URL and the options. It stays
+    /// valid exactly as long as the original: when stale it is revalidated with the
+    /// original's validators; a 304 keeps it, a changed original replaces it. The
+    /// original's bytes are not kept. Products of one URL asked for at the same time
+    /// share one download and one decode. File URLs are revalidated by size and date.
     ///
     /// ```swift
     /// let thumb = try await loader.thumbnail(for: url, options: ThumbnailOptions(maxPixelSize: 256))
-    /// print(thumb.source)       // networkToDisk, then memory; disk after a restart
+    /// print(thumb.source)                  // networkToDisk, then memory; disk after a restart
+    /// try response.write(thumb.encoded!.bytes)   // the encoded bytes, memory hits included
     /// ```
     public func thumbnail(
         for url: URL, options: ThumbnailOptions, loadOptions: LoadOptions = LoadOptions()
@@ -115,58 +119,83 @@ public final class ImageLoader: Sendable {
         try await first(url, product: .thumbnail(options), options: loadOptions)
     }
 
-    private func stream(_ url: URL, product: LoadProduct, options: LoadOptions) -> AsyncStream<ImageLoadEvent> {
-        let url = url.droppingFragment
-        let cacheKey = product.cacheKey(for: url)
-        if options.cachePolicy == .useCache, let image = context.freshInMemory(cacheKey) {
-            context.metrics.memoryHit()
+    /// The key a product of `url` is loaded and cached under.
+    private func productKey(_ url: URL, _ product: ImageProduct, _ options: LoadOptions) -> ProductKey {
+        ProductKey(
+            cache: CacheKey(
+                url: url.droppingFragment, product: product.normalized(limits: configuration.decodingOptions.limits)),
+            cachePolicy: options.cachePolicy, headers: options.headers)
+    }
+
+    /// A fresh product in memory, when the options let the memory cache answer.
+    private func memoryHit(_ key: ProductKey) -> LoadedImage? {
+        guard key.cachePolicy == .useCache, key.headers.isEmpty, let entry = context.freshInMemory(key.cache) else {
+            return nil
+        }
+        context.metrics.memoryHit()
+        return LoadedImage(image: entry.image, source: .memory, url: key.url, encoded: entry.encoded)
+    }
+
+    private func stream(_ url: URL, product: ImageProduct, options: LoadOptions) -> AsyncStream<ImageLoadEvent> {
+        let key = productKey(url, product, options)
+        if let hit = memoryHit(key) {
             return AsyncStream { continuation in
-                continuation.yield(.cached(LoadedImage(image: image, source: .memory, url: url)))
+                continuation.yield(.cached(hit))
                 continuation.finish()
             }
         }
-        let (pipeline, context) = (self.pipeline, self.context)
-        let key = options.cachePolicy.rawValue + " " + cacheKey
+        let (pipeline, work) = (self.pipeline, self.work(key, options))
         return AsyncStream { continuation in
-            let id = UUID()
-            continuation.onTermination = { _ in
-                Task { await pipeline.detach(id, key: key) }
-            }
-            Task {
-                await pipeline.attach(
+            // Attached and detached synchronously, under the pipeline's lock: the
+            // termination handler is set only once the caller is registered.
+            let id = pipeline.makeCallerID()
+            guard
+                pipeline.attach(
                     id, key: key, priority: options.priority, finishesWhenCancelled: options.finishesWhenCancelled,
-                    continuation: continuation
-                ) { emit, priority, keepRunning in
-                    await LoadOperation(
-                        url: url, product: product, options: options, context: context, emit: emit, priority: priority,
-                        keepRunning: keepRunning
-                    ).run()
+                    continuation: continuation, work: work)
+            else { return }
+            let timer = options.deadline.map { deadline in
+                Task {
+                    try? await Task.sleep(until: deadline, clock: .continuous)
+                    guard !Task.isCancelled else { return }
+                    continuation.yield(.failed(ImageLoadingError(.timeout, url: key.url.absoluteString)))
+                    continuation.finish()
                 }
+            }
+            continuation.onTermination = { _ in
+                timer?.cancel()
+                pipeline.detach(id, key: key)
             }
         }
     }
 
-    private func first(_ url: URL, product: LoadProduct, options: LoadOptions) async throws(ImageLoadingError)
+    private func work(_ key: ProductKey, _ options: LoadOptions) -> ImagePipeline.Work {
+        let context = self.context
+        return { emit, priority, keepRunning in
+            await LoadOperation(
+                key: key, options: options, context: context, emit: emit, priority: priority, keepRunning: keepRunning
+            ).run()
+        }
+    }
+
+    private func first(_ url: URL, product: ImageProduct, options: LoadOptions) async throws(ImageLoadingError)
         -> LoadedImage
     {
-        let url = url.droppingFragment
-        if options.cachePolicy == .useCache, let image = context.freshInMemory(product.cacheKey(for: url)) {
-            context.metrics.memoryHit()
-            return LoadedImage(image: image, source: .memory, url: url)
-        }
+        let key = productKey(url, product, options)
+        if let hit = memoryHit(key) { return hit }
         var failure: ImageLoadingError?
         for await event in stream(url, product: product, options: options) {
-            if let image = event.image { return image }
+            if let image = event.image, image.isUsable { return image }
             if case .failed(let error) = event { failure = error }
         }
-        if Task.isCancelled { throw ImageLoadingError(.cancelled, url: url.absoluteString) }
-        throw failure ?? ImageLoadingError(.cancelled, url: url.absoluteString)
+        if Task.isCancelled { throw ImageLoadingError(.cancelled, url: key.url.absoluteString) }
+        throw failure ?? ImageLoadingError(.cancelled, url: key.url.absoluteString)
     }
 
     /// The image in the memory cache for `url`, if there is one, without waiting:
     /// for code that cannot await. Its freshness is not checked.
-    public func peek(_ url: URL) -> RasterImage? {
-        memoryCache?.peek(url.droppingFragment.absoluteString)
+    public func peek(_ url: URL, product: ImageProduct = .original) -> RasterImage? {
+        memoryCache?.peek(productKey(url, product, LoadOptions()).cache.storageName)
     }
 
     /// Whether the last load of `url` failed (and has not succeeded since), without
@@ -175,35 +204,36 @@ public final class ImageLoader: Sendable {
         context.recentFailures.failure(for: url.droppingFragment.absoluteString) != nil
     }
 
-    /// Loads `urls` at the lowest priority, with no caller, to fill the caches.
-    public func prefetch(_ urls: [URL]) async {
-        for url in urls.map(\.droppingFragment) {
-            if context.freshInMemory(url.absoluteString) != nil { continue }
-            let context = self.context
-            let options = LoadOptions(priority: .veryLow)
-            await pipeline.prefetch(key: options.cachePolicy.rawValue + " " + url.absoluteString) {
-                emit, priority, keepRunning in
-                await LoadOperation(
-                    url: url, product: .original, options: options, context: context, emit: emit,
-                    priority: priority, keepRunning: keepRunning
-                ).run()
-            }
+    /// Loads `urls` at the lowest priority, with no caller, to fill the caches with
+    /// `product` (the originals, or thumbnails).
+    ///
+    /// ```swift
+    /// loader.prefetch(nextPage, product: .thumbnail(ThumbnailOptions(maxPixelSize: 128)))
+    /// ```
+    public func prefetch(_ urls: [URL], product: ImageProduct = .original) {
+        let options = LoadOptions(priority: .veryLow)
+        for url in urls {
+            let key = productKey(url, product, options)
+            if context.freshInMemory(key.cache) != nil { continue }
+            pipeline.prefetch(key: key, work: work(key, options))
         }
     }
 
-    /// Cancels the prefetches of `urls` that no caller has joined.
-    public func cancelPrefetching(_ urls: [URL]) async {
-        for url in urls.map(\.droppingFragment) {
-            await pipeline.cancelPrefetch(key: LoadOptions.CachePolicy.useCache.rawValue + " " + url.absoluteString)
+    /// Cancels the prefetches of `product` of `urls` that no caller has joined.
+    public func cancelPrefetching(_ urls: [URL], product: ImageProduct = .original) {
+        for url in urls {
+            pipeline.cancelPrefetch(key: productKey(url, product, LoadOptions()))
         }
     }
 
-    /// Changes the priority of a load under way (say, a row scrolled back into view).
-    /// A load still waiting for a slot is picked by its new priority.
-    public func setPriority(_ priority: LoadPriority, for url: URL, cachePolicy: LoadOptions.CachePolicy = .useCache)
-        async
-    {
-        await pipeline.setPriority(priority, key: cachePolicy.rawValue + " " + url.droppingFragment.absoluteString)
+    /// Changes the priority of a load under way (say, a row scrolled back into view),
+    /// and so of the download and decode it shares. A load still waiting for a slot
+    /// is picked by its new priority.
+    public func setPriority(
+        _ priority: LoadPriority, for url: URL, product: ImageProduct = .original,
+        cachePolicy: LoadOptions.CachePolicy = .useCache
+    ) {
+        pipeline.setPriority(priority, key: productKey(url, product, LoadOptions(cachePolicy: cachePolicy)))
     }
 
     /// What the loader has done so far: hits, misses, requests, bytes, decodes.
@@ -211,7 +241,7 @@ public final class ImageLoader: Sendable {
 
     /// Waits until every load in flight has finished, background revalidations included.
     public func waitForBackgroundWork() async {
-        for task in await pipeline.runningTasks { await task.value }
+        for task in pipeline.runningTasks { await task.value }
     }
 
     /// Finishes the loads in flight, then releases the HTTP client and the worker
@@ -224,7 +254,7 @@ public final class ImageLoader: Sendable {
                 return !state
             })
         else { return }
-        for task in await pipeline.shutdown() { await task.value }
+        for task in pipeline.shutdown() { await task.value }
         diskCache?.flush()
         try await dataLoader.shutdown()
         try await workers.shutdown()

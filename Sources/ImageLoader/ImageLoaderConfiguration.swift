@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import Logging
 import RasterImage
@@ -10,7 +11,7 @@ extension ImageLoader {
     /// configuration.cacheDirectory = "/var/cache/thumbnails"
     /// configuration.defaultCacheControlMaxAge = 3600        // for responses that state none
     /// configuration.acceptedContentTypes = AcceptedContentTypes(["image/png", "image/jpeg"])
-    /// configuration.credentials = ("user", "secret")
+    /// configuration.http.credentials = ("user", "secret")
     /// let loader = try ImageLoader(configuration: configuration)
     /// ```
     public struct Configuration: Sendable {
@@ -44,18 +45,21 @@ extension ImageLoader {
         /// Sent with every request; Authorization, Proxy-Authorization and Cookie only to
         /// the origin asked for, never to another origin after a redirect.
         public var requestHeaders: [HeaderField] = []
-        /// Basic authentication, sent only to the origin of the URL asked for, never to
-        /// another origin after a redirect.
-        public var credentials: (user: String, password: String)?
-        public var connectTimeout: Duration = .seconds(10)
-        /// The longest wait for the next bytes of a response.
-        public var readTimeout: Duration = .seconds(30)
-        /// The whole request, redirects and every body byte included.
-        public var timeout: Duration = .seconds(60)
-        public var maxResponseBytes = 50 << 20
-        public var maxRedirects = 5
-        /// Accept any TLS certificate. Off by default.
-        public var trustAnySSLCertificate = false
+        /// The HTTP client's settings: timeouts (connect, read, total), size caps,
+        /// redirects, credentials, TLS.
+        ///
+        /// ```swift
+        /// configuration.http.timeout = .seconds(10)
+        /// configuration.http.credentials = ("user", "secret")
+        /// ```
+        public var http = HTTPDataLoader.Configuration()
+        /// An AsyncHTTPClient `HTTPClient` the application already runs (a server shares
+        /// one): the loader sends its requests through it and never shuts it down.
+        /// Its connect and read timeouts and TLS settings are its own; ``http``'s
+        /// total timeout, caps and redirect rules still apply when the client does not
+        /// follow redirects itself (`redirectConfiguration: .disallow`). `nil`: the loader
+        /// makes its own from ``http``.
+        public var httpClient: HTTPClient?
         /// Another HTTP stack; `nil` for AsyncHTTPClient.
         public var dataLoader: (any DataLoading)?
 

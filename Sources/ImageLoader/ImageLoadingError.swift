@@ -21,9 +21,9 @@ public struct ImageLoadingError: Error, Sendable, Hashable, CustomStringConverti
         /// than its Content-Length, a malformed message, a 304 to a request that had no
         /// validators.
         case invalidResponse(String)
-        /// The body is larger than ``ImageLoader/Configuration/maxResponseBytes``.
+        /// The body is larger than ``HTTPDataLoader/Configuration/maxResponseBytes``.
         case responseTooLarge(limit: Int)
-        /// More redirects than ``ImageLoader/Configuration/maxRedirects``.
+        /// More redirects than ``HTTPDataLoader/Configuration/maxRedirects``.
         case tooManyRedirects(limit: Int)
         /// The response's Content-Type or the bytes' format is not accepted.
         case contentType(ContentTypeError)

@@ -89,6 +89,14 @@ final class LoaderMetrics: Sendable {
             duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 
+    /// Runs a decode, counting it and its time.
+    func timingDecode<T>(_ body: () throws -> T) rethrows -> T {
+        let start = ContinuousClock.now
+        let result = try body()
+        decoded(in: ContinuousClock.now - start)
+        return result
+    }
+
     func thumbnailMade() {
         values.withLock { $0.thumbnailsMade += 1 }
         thumbnailCounter.increment()

@@ -70,6 +70,7 @@ enum EventOutput {
     private static func fields(_ loaded: LoadedImage) -> [(String, JSONValue)] {
         [
             ("source", .string(loaded.source.rawValue)), ("stale", .bool(loaded.isStale)),
+            ("freshness", .string(loaded.freshness.rawValue)),
             ("format", loaded.image.format.map { .string($0.rawValue) } ?? .null),
             ("width", .int(loaded.image.width)), ("height", .int(loaded.image.height)),
             ("frames", .int(loaded.image.frames.count)),
@@ -79,7 +80,7 @@ enum EventOutput {
     static func text(_ event: ImageLoadEvent) -> String {
         switch event {
         case .cached(let loaded):
-            "cached from \(loaded.source.rawValue)\(loaded.isStale ? " (stale)" : ""): \(loaded.image)"
+            "cached from \(loaded.source.rawValue)\(loaded.isStale ? " (\(loaded.freshness.rawValue))" : ""): \(loaded.image)"
         case .sendingRequest(let hadCache): hadCache ? "revalidating the cached image" : "requesting"
         case .progress(let received, let expected): "received \(received)\(expected.map { " of \($0)" } ?? "") bytes"
         case .completed(let loaded): "completed (\(loaded.source.rawValue)): \(loaded.image)"

@@ -66,9 +66,9 @@ struct LoaderArguments: ParsableArguments {
         if let maxErrorAttempts { configuration.maxAttemptsForErrors = maxErrorAttempts }
         configuration.useServerCachePolicy = !ignoreServerCachePolicy
         if !acceptedTypes.isEmpty { configuration.acceptedContentTypes = AcceptedContentTypes(acceptedTypes) }
-        if let user, let password { configuration.credentials = (user, password) }
-        configuration.trustAnySSLCertificate = insecure
-        if let timeout { configuration.timeout = .milliseconds(Int(timeout * 1000)) }
+        if let user, let password { configuration.http.credentials = (user, password) }
+        configuration.http.trustAnySSLCertificate = insecure
+        if let timeout { configuration.http.timeout = .milliseconds(Int(timeout * 1000)) }
         return configuration
     }
 

@@ -22,7 +22,8 @@ struct LoadCommandTests {
             case "sendingRequest": return "sendingRequest(\(event["hadCache"] as! Bool))"
             case "failed": return "failed(\(event["status"] as? Int ?? 0))"
             default:
-                return "\(name)(\(event["source"] as! String)\((event["stale"] as? Bool) == true ? ", stale" : ""))"
+                let freshness = event["freshness"] as? String ?? "fresh"
+                return "\(name)(\(event["source"] as! String)\(freshness == "fresh" ? "" : ", \(freshness)"))"
             }
         }
     }
@@ -56,7 +57,10 @@ struct LoadCommandTests {
             _ = try await Command.run(["load", origin.url("/b.png").absoluteString] + cache)
             try await Task.sleep(for: .milliseconds(1500))
             let stale = try await Command.run(["load", origin.url("/b.png").absoluteString] + cache)
-            #expect(summary(try events(stale)) == ["sendingRequest(true)", "completed(networkNotModified)"])
+            #expect(
+                summary(try events(stale)) == [
+                    "cached(disk, needsRevalidation)", "sendingRequest(true)", "completed(networkNotModified)",
+                ])
             #expect(origin.requests("/b.png").last?.header("If-None-Match") == "\"b\"")
         }
     }
@@ -102,7 +106,7 @@ struct LoadCommandTests {
             #expect(stale.status == 0)
             #expect(
                 summary(try events(stale)) == [
-                    "cached(disk, stale)", "sendingRequest(true)", "completed(networkNotModified)",
+                    "cached(disk, staleWhileRevalidate)", "sendingRequest(true)", "completed(networkNotModified)",
                 ])
             #expect(origin.count("/s.png") == 2)  // answered before the process ended
         }

@@ -21,7 +21,7 @@ struct HTTPCachingTests {
                     .sending(hadCache: false), .completed(.networkToDisk),
                 ])
             harness.clock.advance(by: 50)
-            #expect(await loader.allEvents(for: origin.url("/a.png")).moments == [.cached(.memory, stale: false)])
+            #expect(await loader.allEvents(for: origin.url("/a.png")).moments == [.cached(.memory)])
             try await loader.shutdown()
 
             // A new loader on the same folder: the disk entry survived.
@@ -59,7 +59,7 @@ extension HTTPCachingTests {
             clock.advance(by: 2)
             #expect(
                 await loader.allEvents(for: origin.url("/e.png")).moments == [
-                    .sending(hadCache: true), .completed(.networkToDisk),
+                    .cached(.disk, .needsRevalidation), .sending(hadCache: true), .completed(.networkToDisk),
                 ])
             #expect(origin.count("/e.png") == 2)
             try await loader.shutdown()
@@ -175,7 +175,7 @@ extension HTTPCachingTests {
             _ = try await loader.image(for: origin.url("/c.png"))
             #expect(
                 await loader.allEvents(for: origin.url("/c.png")).moments == [
-                    .sending(hadCache: true), .completed(.networkNotModified),
+                    .cached(.memory, .needsRevalidation), .sending(hadCache: true), .completed(.networkNotModified),
                 ])
             let second = origin.requests("/c.png")[1]
             #expect(second.header("If-None-Match") == "W/\"v1\"")  // the weak tag kept as it was
@@ -205,7 +205,7 @@ extension HTTPCachingTests {
             harness.clock.advance(by: 20)
             #expect(
                 await loader.allEvents(for: origin.url("/m.png")).moments == [
-                    .sending(hadCache: true), .failed(.httpStatus(503)),
+                    .cached(.memory, .needsRevalidation), .sending(hadCache: true), .failed(.httpStatus(503)),
                 ])
             await #expect(throws: ImageLoadingError.self) { try await loader.image(for: origin.url("/m.png")) }
             try await loader.shutdown()
@@ -304,13 +304,14 @@ extension HTTPCachingTests {
             #expect(origin.count("/swr.png") == 2)
             #expect(origin.requests("/swr.png")[1].header("If-None-Match") == "\"s\"")
             // Revalidated: fresh again.
-            #expect(await loader.allEvents(for: origin.url("/swr.png")).moments == [.cached(.memory, stale: false)])
+            #expect(await loader.allEvents(for: origin.url("/swr.png")).moments == [.cached(.memory)])
 
-            // Past the window: an ordinary revalidation, no stale image first.
+            // Past the window: an ordinary revalidation; the stale image is offered
+            // first, but image(for:) may not use it.
             harness.clock.advance(by: 200)
             #expect(
                 await loader.allEvents(for: origin.url("/swr.png")).moments == [
-                    .sending(hadCache: true), .completed(.networkNotModified),
+                    .cached(.memory, .needsRevalidation), .sending(hadCache: true), .completed(.networkNotModified),
                 ])
             try await loader.shutdown()
         }
@@ -330,7 +331,8 @@ extension HTTPCachingTests {
             harness.clock.advance(by: 50)
             #expect(
                 await loader.allEvents(for: origin.url("/sie.png")).moments == [
-                    .sending(hadCache: true), .cached(.memory, stale: true), .failed(.httpStatus(503)),
+                    .cached(.memory, .needsRevalidation), .sending(hadCache: true), .cached(.memory, .staleIfError),
+                    .failed(.httpStatus(503)),
                 ])
             #expect(try await loader.image(for: origin.url("/sie.png")).isStale)
             harness.clock.advance(by: 100)
@@ -347,13 +349,16 @@ extension HTTPCachingTests {
         origin.serve(
             "/gone.png",
             .init(headers: [Self.png, ("Cache-Control", "max-age=10, stale-if-error=100")], body: TestImages.png))
-        let loader = try harness.loader { $0.connectTimeout = .seconds(1) }
+        let loader = try harness.loader { $0.http.connectTimeout = .seconds(1) }
         let url = origin.url("/gone.png")
         _ = try await loader.image(for: url)
         await origin.stop()
         harness.clock.advance(by: 50)
         let moments = await loader.allEvents(for: url).moments
-        #expect(moments.prefix(2) == [.sending(hadCache: true), .cached(.memory, stale: true)])
+        #expect(
+            moments.prefix(3) == [
+                .cached(.memory, .needsRevalidation), .sending(hadCache: true), .cached(.memory, .staleIfError),
+            ])
         guard case .failed(.network) = moments.last else {
             Issue.record("got \(moments)")
             return

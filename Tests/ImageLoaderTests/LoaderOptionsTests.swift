@@ -177,7 +177,7 @@ struct LoaderOptionsTests {
                 "/away", .init(status: 301, headers: [("Location", "http://localhost:\(origin.port)/elsewhere.png")]))
             origin.serve("/elsewhere.png", .init(headers: [Self.png], body: TestImages.png))
             let loader = try harness.loader {
-                $0.credentials = ("user", "secret")
+                $0.http.credentials = ("user", "secret")
                 $0.requestHeaders = [HeaderField("X-Client", "tests")]
             }
             _ = try await loader.image(for: origin.url("/hop"))
@@ -196,7 +196,7 @@ struct LoaderOptionsTests {
     func redirectLimit() async throws {
         try await withOrigin { origin, harness in
             origin.serve("/loop", .init(status: 307, headers: [("Location", "/loop")]))
-            let loader = try harness.loader { $0.maxRedirects = 3 }
+            let loader = try harness.loader { $0.http.maxRedirects = 3 }
             #expect(await loader.loadError(origin.url("/loop"))?.reason == .tooManyRedirects(limit: 3))
             #expect(origin.count("/loop") == 4)
             try await loader.shutdown()
@@ -209,8 +209,8 @@ struct LoaderOptionsTests {
             origin.serve("/slow.png", .init(headers: [Self.png], body: TestImages.png, delay: 3))
             origin.serve("/big.png", .init(headers: [Self.png], body: TestImages.bytes("png-photo.png")))
             let loader = try harness.loader {
-                $0.timeout = .seconds(1)
-                $0.maxResponseBytes = 10_000
+                $0.http.timeout = .seconds(1)
+                $0.http.maxResponseBytes = 10_000
             }
             #expect(await loader.loadError(origin.url("/slow.png"))?.reason == .timeout)
             #expect(await loader.loadError(origin.url("/big.png"))?.reason == .responseTooLarge(limit: 10_000))

@@ -16,8 +16,8 @@ struct NetworkFaultTests {
         let harness = LoaderHarness()
         defer { origin.stop() }
         let loader = try harness.loader {
-            $0.timeout = timeout
-            $0.readTimeout = .milliseconds(800)
+            $0.http.timeout = timeout
+            $0.http.readTimeout = .milliseconds(800)
             $0.maxAttemptsForErrors = 100  // every attempt reaches the origin
         }
         do {
@@ -103,8 +103,8 @@ struct NetworkFaultTests {
             // A 500 ms connect timeout still connects (rounded down to 0 it failed at once).
             origin.script("/fast", [.send(NetworkFaultTests.good)])
             let quick = try harness.loader {
-                $0.connectTimeout = .milliseconds(500)
-                $0.readTimeout = .milliseconds(500)
+                $0.http.connectTimeout = .milliseconds(500)
+                $0.http.readTimeout = .milliseconds(500)
                 $0.cacheDirectory = nil
             }
             #expect(try await quick.image(for: origin.url("/fast")).source == .network)
@@ -117,8 +117,8 @@ struct NetworkFaultTests {
         defer { origin.stop() }
         let harness = LoaderHarness()
         let loader = try harness.loader {
-            $0.maxResponseBytes = 1 << 20
-            $0.timeout = .seconds(20)
+            $0.http.maxResponseBytes = 1 << 20
+            $0.http.timeout = .seconds(20)
         }
         let head = Array("HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
         origin.script("/endless", [.send(head), .endlessChunks(size: 8192)])

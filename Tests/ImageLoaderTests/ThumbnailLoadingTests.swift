@@ -57,7 +57,9 @@ struct ThumbnailLoadingTests {
                 $0.append($1)
             }.moments
             #expect(
-                moments == [.sending(hadCache: true), .completed(.networkNotModified)],
+                moments == [
+                    .cached(.memory, .needsRevalidation), .sending(hadCache: true), .completed(.networkNotModified),
+                ],
                 "\(moments) requests \(origin.requests("/v.png").map { $0.headers })")
             let kept = try await loader.thumbnail(for: url, options: options)
             #expect(kept.source == .memory)

@@ -2,7 +2,7 @@ import Foundation
 import RasterImage
 
 /// Decoded images in memory, least recently used first out, sized by their decoded
-/// bytes (``RasterImage/cost``). Safe from any thread; ``peek(_:)`` answers
+/// bytes (``RasterImage/cost``) plus, for thumbnails, their encoded bytes. Safe from any thread; ``peek(_:)`` answers
 /// synchronously, for code that cannot await.
 ///
 /// ```swift
@@ -35,12 +35,17 @@ public final class MemoryCache: Sendable {
 
     struct Entry: Sendable {
         let image: RasterImage
+        /// A thumbnail's encoded bytes, kept so a hit can be sent without encoding again.
+        let encoded: EncodedImage?
         /// The HTTP response it came from; `nil` for local files.
         let response: StoredResponse?
         let added: Date
         /// Until when it may be used without asking the origin, worked out when it was
         /// added, so a hit costs a comparison, not a parse of its headers.
         let freshUntil: Date
+
+        /// What it holds: the decoded pixels and the encoded bytes.
+        var cost: Int { image.cost + (encoded?.bytes.count ?? 0) }
     }
 
     private struct State {
@@ -111,12 +116,15 @@ public final class MemoryCache: Sendable {
 
     /// Adds (or replaces) an image. Returns `false` when it is larger than one entry may be.
     @discardableResult
-    func insert(_ image: RasterImage, response: StoredResponse?, freshUntil: Date, for key: String) -> Bool {
-        let entry = Entry(image: image, response: response, added: clock(), freshUntil: freshUntil)
+    func insert(
+        _ image: RasterImage, encoded: EncodedImage? = nil, response: StoredResponse?, freshUntil: Date,
+        for key: String
+    ) -> Bool {
+        let entry = Entry(image: image, encoded: encoded, response: response, added: clock(), freshUntil: freshUntil)
         return state.withLock { state in
             let limit = Int(Double(state.configuration.maxBytes) * state.configuration.maxEntryFraction)
             if let old = state.entries[key] { MemoryCache.unlink(old, &state) }
-            guard image.cost <= limit else { return false }
+            guard entry.cost <= limit else { return false }
             MemoryCache.pushFront(Node(key: key, entry: entry), &state)
             MemoryCache.trim(&state)
             return true
@@ -156,7 +164,7 @@ public final class MemoryCache: Sendable {
     private static func pushFront(_ node: Node, _ state: inout State) {
         linkAtFront(node, &state)
         state.entries[node.key] = node
-        state.bytes += node.entry.image.cost
+        state.bytes += node.entry.cost
     }
 
     private static func linkAtFront(_ node: Node, _ state: inout State) {
@@ -170,7 +178,7 @@ public final class MemoryCache: Sendable {
     private static func unlink(_ node: Node, _ state: inout State) {
         detach(node, &state)
         state.entries[node.key] = nil
-        state.bytes -= node.entry.image.cost
+        state.bytes -= node.entry.cost
     }
 
     /// Takes `node` out of the recency list only.

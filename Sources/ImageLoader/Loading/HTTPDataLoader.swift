@@ -34,9 +34,12 @@ public final class HTTPDataLoader: DataLoading {
     }
 
     private let client: HTTPClient
+    /// Whether the client is this loader's own, to shut down with it.
+    private let ownsClient: Bool
     private let configuration: Configuration
     private let logger: Logger
 
+    /// A loader with its own client, built from `configuration`.
     public init(configuration: Configuration = Configuration(), logger: Logger) {
         self.configuration = configuration
         self.logger = logger
@@ -50,10 +53,26 @@ public final class HTTPDataLoader: DataLoading {
                 timeout: HTTPClient.Configuration.Timeout(
                     connect: TimeAmount(configuration.connectTimeout), read: TimeAmount(configuration.readTimeout)),
                 decompression: .disabled))
+        ownsClient = true
+    }
+
+    /// A loader sending through `client`, which the application owns: ``shutdown()``
+    /// leaves it running. The client's connect and read timeouts and TLS settings
+    /// apply; `configuration`'s total timeout, caps and redirect rules too.
+    ///
+    /// ```swift
+    /// let client = HTTPClient(eventLoopGroupProvider: .singleton)
+    /// let loader = HTTPDataLoader(client: client, logger: logger)
+    /// ```
+    public init(client: HTTPClient, configuration: Configuration = Configuration(), logger: Logger) {
+        self.client = client
+        self.configuration = configuration
+        self.logger = logger
+        ownsClient = false
     }
 
     public func shutdown() async throws {
-        try await client.shutdown()
+        if ownsClient { try await client.shutdown() }
     }
 
     public func load(_ request: DataRequest, progress: @escaping @Sendable (Int, Int?) -> Void) async throws

@@ -8,31 +8,30 @@ final class EventBroadcaster: Sendable {
 
     private struct State {
         var history: [ImageLoadEvent] = []
-        var subscribers: [UUID: Continuation] = [:]
+        var subscribers: [UInt64: Continuation] = [:]
         var finished = false
     }
 
     private let state = Lock(State())
 
-    /// Adds a subscriber, replaying what happened so far.
-    func add(_ id: UUID, _ continuation: Continuation) {
-        let (history, finished) = state.withLock { state -> ([ImageLoadEvent], Bool) in
+    /// Adds a subscriber, replaying what happened so far. The replay happens under the
+    /// lock, so an event emitted meanwhile cannot overtake it.
+    func add(_ id: UInt64, _ continuation: Continuation) {
+        let finished = state.withLock { state -> Bool in
+            for event in state.history { continuation.yield(event) }
             if !state.finished { state.subscribers[id] = continuation }
-            return (state.history, state.finished)
+            return state.finished
         }
-        for event in history { continuation.yield(event) }
         if finished { continuation.finish() }
     }
 
     /// Removes a subscriber; returns how many remain.
-    func remove(_ id: UUID) -> Int {
+    func remove(_ id: UInt64) -> Int {
         state.withLock { state in
             state.subscribers[id] = nil
             return state.subscribers.count
         }
     }
-
-    var subscriberCount: Int { state.withLock { $0.subscribers.count } }
 
     /// Whether the work has ended: a caller arriving now must start new work.
     var isFinished: Bool { state.withLock { $0.finished } }

@@ -2,131 +2,129 @@ import Foundation
 import Logging
 import RasterImage
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// What a load makes of the image it fetches.
-enum LoadProduct: Sendable, Hashable {
-    /// The image itself; its downloaded bytes are what the disk cache keeps.
-    case original
-    /// A thumbnail; the disk cache keeps it encoded, with the original's response, so it
-    /// stays valid exactly as long as the original (a 304 keeps it, a new original replaces it).
-    case thumbnail(ThumbnailOptions)
-
-    /// Where the product is cached: the URL, or the URL and the thumbnail's options.
-    func cacheKey(for url: URL) -> String {
-        guard case .thumbnail(let options) = self else { return url.absoluteString }
-        var key = url.absoluteString
-        key.reserveCapacity(key.utf8.count + 96)
-        key += "#thumbnail("
-        key += options.cacheKey
-        key += ")"
-        return key
-    }
-}
-
-/// One URL's load: memory, then disk, then the origin, following RFC 9111 for a
-/// private cache, and remembering failures as the seeds do.
+/// One product's load: memory, then disk, then the origin, following RFC 9111 for a
+/// private cache, and remembering failures as the seeds do. The request goes through
+/// the download stage and the decode through the decode stage, shared with the other
+/// products of the same URL in flight.
 struct LoadOperation: Sendable {
-    let url: URL
-    let product: LoadProduct
+    let key: ProductKey
     let options: LoadOptions
     let context: PipelineContext
     let emit: @Sendable (ImageLoadEvent) -> Void
-    /// The shared task's priority: the highest of its callers, changing while it waits.
+    /// The load's priority: the highest of its callers, changing while it waits.
     let priority: PriorityHandle
     /// Asks the pipeline to let this work finish even when no caller waits any more.
-    let keepRunning: @Sendable () async -> Void
+    let keepRunning: @Sendable () -> Void
 
+    private var url: URL { key.url }
+    private var product: ImageProduct { key.product }
     /// The URL as text: requests, errors and remembered failures go by it.
-    private var key: String { url.absoluteString }
-    /// Where the product is kept, in memory and on disk.
-    private var cacheKey: String { product.cacheKey(for: url) }
+    private var urlText: String { url.absoluteString }
     private var policy: HTTPCachePolicy { context.policy }
     private var configuration: ImageLoader.Configuration { context.configuration }
+    /// The loader's header fields, then this load's.
+    private var requestHeaders: [HeaderField] { context.requestHeaders + options.headers }
 
     /// A stored response, with its body once it has been read.
     private struct Cached {
         var response: StoredResponse
         var body: [UInt8]?
         var image: RasterImage?
+        var encoded: EncodedImage?
         var fromMemory: Bool
+
+        var source: LoadedImage.Source { fromMemory ? .memory : .disk }
     }
 
     func run() async {
         do {
             try await perform()
-            context.recentFailures.clear(key)
+            context.recentFailures.clear(urlText)
         } catch let error as ImageLoadingError {
             if error.reason != .cancelled {
-                context.logger.warning("load failed", metadata: ["url": "\(key)", "error": "\(error)"])
-                context.recentFailures.record(error, for: key)
+                context.logger.warning("load failed", metadata: ["url": "\(urlText)", "error": "\(error)"])
+                context.recentFailures.record(error, for: urlText)
             }
             context.metrics.failure()
             emit(.failed(error))
         } catch {
             context.metrics.failure()
-            emit(.failed(ImageLoadingError(.network(String(describing: error)), url: key)))
+            emit(.failed(ImageLoadingError(.network(String(describing: error)), url: urlText)))
         }
     }
 
     private func perform() async throws {
         if url.isFileURL { return try await loadFile() }
         guard url.scheme == "http" || url.scheme == "https", url.host != nil else {
-            throw ImageLoadingError(.unsupportedURL, url: key)
+            throw ImageLoadingError(.unsupportedURL, url: urlText)
         }
-        let cached = options.cachePolicy == .reload ? nil : try await lookUp()
+        let found = options.cachePolicy == .reload ? nil : try await lookUp()
         if options.cachePolicy != .reload, try await rememberedFailure() { return }
-        if var cached {
-            let evaluation = policy.evaluate(cached.response, now: context.now)
-            let usable =
-                switch options.cachePolicy {
-                case .useCache: evaluation.isFresh
-                case .revalidate: evaluation.isImmutable
-                case .reload: false
-                }
-            if usable {
-                let image = try await image(of: &cached)
-                if cached.fromMemory { context.metrics.memoryHit() } else { context.metrics.diskHit() }
-                emit(
-                    .cached(
-                        loaded(image, cached.fromMemory ? .memory : .disk, encoded: encodedProduct(cached.body, image)))
-                )
-                return
-            }
-            if options.cachePolicy == .useCache && evaluation.mayServeWhileRevalidating {
-                let image = try await image(of: &cached)
-                if cached.fromMemory { context.metrics.memoryHit() } else { context.metrics.diskHit() }
-                emit(
-                    .cached(
-                        LoadedImage(image: image, source: cached.fromMemory ? .memory : .disk, url: url, isStale: true))
-                )
-                // The caller has its image; the revalidation goes on without it.
-                await keepRunning()
-                return try await fetch(revalidating: cached)
-            }
-            context.logMiss(key, "cache miss: stale (age \(evaluation.age.rounded(.down)) s)")
-        } else {
-            context.logMiss(key, "cache miss")
+        guard var cached = found else {
+            context.logMiss(urlText, "cache miss")
+            context.metrics.miss()
+            return try await fetch(revalidating: nil)
         }
-        context.metrics.miss()
+        let evaluation = policy.evaluate(cached.response, now: context.now)
+        let usable =
+            switch options.cachePolicy {
+            case .useCache: evaluation.isFresh
+            case .revalidate: evaluation.isImmutable
+            case .reload: false
+            }
+        if usable {
+            let image = try await image(of: &cached)
+            hit(cached)
+            emit(.cached(loaded(image, cached.source, encoded: cached.encoded)))
+            return
+        }
+        let whileRevalidating = options.cachePolicy == .useCache && evaluation.mayServeWhileRevalidating
+        if whileRevalidating {
+            // Before the stale image goes out: a caller that leaves as soon as it has it
+            // must not cancel the revalidation.
+            keepRunning()
+        } else {
+            context.logMiss(urlText, "cache miss: stale (age \(evaluation.age.rounded(.down)) s)")
+            context.metrics.miss()
+        }
+        // The stale image first, for the caller to show while the origin is asked.
+        let image: RasterImage
+        do {
+            image = try await self.image(of: &cached)
+        } catch let error as ImageLoadingError where error.isDecodingFailure {
+            // A stored entry that no longer decodes: forget it and ask afresh.
+            context.diskCache?.remove(url: key.cache.storageName)
+            return try await fetch(revalidating: nil)
+        }
+        if whileRevalidating { hit(cached) }
+        emit(
+            .cached(
+                loaded(
+                    image, cached.source, whileRevalidating ? .staleWhileRevalidate : .needsRevalidation,
+                    encoded: cached.encoded)))
         try await fetch(revalidating: cached)
     }
 
-    /// The stored response for this URL (memory first, then disk), if it answers this request.
+    private func hit(_ cached: Cached) {
+        if cached.fromMemory { context.metrics.memoryHit() } else { context.metrics.diskHit() }
+    }
+
+    /// The stored response for this product (memory first, then disk), if it answers this request.
     private func lookUp() async throws -> Cached? {
-        // Entries in memory were stored with this loader's own request headers: Vary matches.
-        if let entry = context.memoryCache?.entry(for: cacheKey), let response = entry.response {
-            return Cached(response: response, body: nil, image: entry.image, fromMemory: true)
+        if let entry = context.memoryCache?.entry(for: key.cache.storageName), let response = entry.response,
+            // Entries in memory were stored with this loader's own header fields: Vary
+            // matches unless this load adds its own.
+            options.headers.isEmpty || policy.matchesVary(response, requestHeaders: requestHeaders)
+        {
+            return Cached(response: response, body: nil, image: entry.image, encoded: entry.encoded, fromMemory: true)
         }
         guard let disk = context.diskCache else { return nil }
-        let cacheKey = self.cacheKey
-        guard let (response, body) = try await context.blocking(key, { disk.response(for: cacheKey) }) else {
+        let storageName = key.cache.storageName
+        guard let (response, body) = try await context.blocking(urlText, { disk.response(for: storageName) }) else {
             return nil
         }
-        guard policy.matchesVary(response, requestHeaders: context.requestHeaders) else { return nil }
-        return Cached(response: response, body: body, image: nil, fromMemory: false)
+        guard policy.matchesVary(response, requestHeaders: requestHeaders) else { return nil }
+        return Cached(response: response, body: body, image: nil, encoded: nil, fromMemory: false)
     }
 
     /// The decoded image of a cached response, decoding (and keeping in memory) if needed.
@@ -134,58 +132,55 @@ struct LoadOperation: Sendable {
         if let image = cached.image { return image }
         var body = cached.body
         if body == nil, let disk = context.diskCache {
-            let cacheKey = self.cacheKey
-            body = try await context.blocking(key) { disk.response(for: cacheKey)?.body }
+            let storageName = key.cache.storageName
+            body = try await context.blocking(urlText) { disk.response(for: storageName)?.body }
         }
-        guard let body else { throw ImageLoadingError(.decoding(ImageDecodingError(.empty)), url: key) }
+        guard let body else { throw ImageLoadingError(.decoding(ImageDecodingError(.empty)), url: urlText) }
         // A thumbnail's stored bytes are the encoded thumbnail: decoding them is all it takes.
-        let image = try await context.decode(body, url: key, priority: priority)
+        let image = try await context.decode(.bytes(body), url: urlText, priority: priority)
         cached.image = image
-        context.remember(image, response: cached.response, for: cacheKey)
+        cached.encoded = encodedProduct(body, image)
+        context.remember(image, encoded: cached.encoded, response: cached.response, for: key.cache)
         return image
     }
 
     /// A failure remembered recently enough and often enough: fail without a request.
     private func rememberedFailure() async throws -> Bool {
-        guard let disk = context.diskCache, disk.hasFailure(for: key) else { return false }
-        let key = self.key
-        guard let failure = try await context.blocking(key, { disk.failure(for: key) }) else { return false }
+        guard let disk = context.diskCache, disk.hasFailure(for: urlText) else { return false }
+        let urlText = self.urlText
+        guard let failure = try await context.blocking(urlText, { disk.failure(for: urlText) }) else { return false }
         guard failure.expires > context.now, failure.attempts >= configuration.maxAttemptsForErrors else {
             return false
         }
-        context.logger.debug("remembered failure", metadata: ["url": "\(key)", "attempts": "\(failure.attempts)"])
+        context.logger.debug("remembered failure", metadata: ["url": "\(urlText)", "attempts": "\(failure.attempts)"])
         emit(
-            .failed(ImageLoadingError(.rememberedFailure(status: failure.status, attempts: failure.attempts), url: key))
-        )
+            .failed(
+                ImageLoadingError(.rememberedFailure(status: failure.status, attempts: failure.attempts), url: urlText)
+            ))
         return true
     }
 
-    /// Asks the origin: conditionally when something is cached.
+    /// Asks the origin (conditionally when something is cached), through the download
+    /// stage: products of this URL in flight that send the same request share it.
     private func fetch(revalidating cached: Cached?) async throws {
         emit(.sendingRequest(hadCache: cached != nil))
-        var headers = context.requestHeaders
+        var headers = requestHeaders
         if let cached { headers += policy.conditionalHeaders(for: cached.response) }
-        let response: DataResponse
+        let download: SharedStage<DownloadKey, DataResponse>.Outcome
         do {
-            let (emit, loader, request, metrics) = (
-                self.emit, context.dataLoader, DataRequest(url: url, headers: headers), context.metrics
-            )
-            response = try await context.network.run(priority: priority) {
-                try Task.checkCancellation()
-                metrics.request()
-                return try await loader.load(request) { received, expected in
-                    emit(.progress(received: received, expected: expected))
-                }
+            let emit = self.emit
+            download = try await context.download(
+                DataRequest(url: url, headers: headers), product: product, priority: priority
+            ) { received, expected in
+                emit(.progress(received: received, expected: expected))
             }
-            metrics.received(response.body.count)
-        } catch is CancellationError {
-            throw ImageLoadingError(.cancelled, url: key)
         } catch let error as ImageLoadingError {
             if error.reason == .cancelled || error.reason == .shutDown { throw error }
-            return try await failed(error, response: nil, cached: cached)
+            return try await failed(error, response: nil, cached: cached, remembers: false)
         }
+        let response = download.value
         // Nobody waits any more, and nobody asked for the cache to be filled: stop here.
-        if Task.isCancelled { throw ImageLoadingError(.cancelled, url: key) }
+        if Task.isCancelled { throw ImageLoadingError(.cancelled, url: urlText) }
         if response.status == 304, var cached {
             guard policy.notModified(response.headers, matches: cached.response) else {
                 // A 304 for another representation: ask again, unconditionally.
@@ -198,44 +193,47 @@ struct LoadOperation: Sendable {
             context.metrics.notModified()
             let image = try await image(of: &cached)
             if let disk = context.diskCache {
-                let (key, cacheKey) = (self.key, self.cacheKey)
-                try await context.blocking(key) {
-                    if policy.isStorable(updated) { try? disk.update(updated) } else { disk.remove(url: cacheKey) }
-                    disk.removeFailure(for: key)
+                let (urlText, storageName) = (self.urlText, key.cache.storageName)
+                try await context.blocking(urlText) {
+                    if policy.isStorable(updated) { try? disk.update(updated) } else { disk.remove(url: storageName) }
+                    disk.removeFailure(for: urlText)
                 }
             }
-            context.remember(image, response: updated, for: cacheKey)
-            emit(.completed(LoadedImage(image: image, source: .networkNotModified, url: url)))
+            context.remember(image, encoded: cached.encoded, response: updated, for: key.cache)
+            emit(.completed(loaded(image, .networkNotModified, encoded: cached.encoded)))
             return
         }
         guard response.status == 200 else {
-            let error = ImageLoadingError(.httpStatus(response.status), url: key)
-            return try await failed(error, response: response, cached: cached)
+            let error = ImageLoadingError(.httpStatus(response.status), url: urlText)
+            return try await failed(error, response: response, cached: cached, remembers: download.isFirst)
         }
-        try await accept(response, requestHeaders: headers)
+        try await accept(download, requestHeaders: headers)
     }
 
     /// A 200: checks the type, decodes, and stores when the response allows it.
-    private func accept(_ response: DataResponse, requestHeaders: [HeaderField]) async throws {
+    private func accept(_ download: SharedStage<DownloadKey, DataResponse>.Outcome, requestHeaders: [HeaderField])
+        async throws
+    {
+        let response = download.value
         do {
             _ = try configuration.acceptedContentTypes.validate(
                 response.body.prefix(64), declaredContentType: response.value("Content-Type"))
         } catch {
-            throw ImageLoadingError(.contentType(error), url: key)
+            throw ImageLoadingError(.contentType(error), url: urlText)
         }
-        let (image, bytes) = try await make(.bytes(response.body), original: response.body)
+        let (image, bytes) = try await make(from: download)
         var stored = StoredResponse(
-            url: cacheKey, status: response.status, headers: response.headers, requestTime: response.requestTime,
-            responseTime: response.responseTime)
+            url: key.cache.storageName, status: response.status, headers: response.headers,
+            requestTime: response.requestTime, responseTime: response.responseTime)
         stored.varyingRequestHeaders = policy.varyingRequestHeaders(for: stored, requestHeaders: requestHeaders)
         let storable = policy.isStorable(stored)
         var source = LoadedImage.Source.network
         if let disk = context.diskCache {
-            let (key, cacheKey, entry) = (self.key, self.cacheKey, stored)
-            source = try await context.blocking(key) { () -> LoadedImage.Source in
-                disk.removeFailure(for: key)
+            let (urlText, storageName, entry) = (self.urlText, key.cache.storageName, stored)
+            source = try await context.blocking(urlText) { () -> LoadedImage.Source in
+                disk.removeFailure(for: urlText)
                 guard storable, let bytes else {
-                    disk.remove(url: cacheKey)
+                    disk.remove(url: storageName)
                     return .network
                 }
                 do {
@@ -244,22 +242,25 @@ struct LoadOperation: Sendable {
                 } catch {
                     // A full or read-only disk: the image is still served, from memory next time.
                     context.logger.warning(
-                        "disk cache write failed", metadata: ["url": "\(key)", "error": "\(error)"])
+                        "disk cache write failed", metadata: ["url": "\(urlText)", "error": "\(error)"])
                     return .network
                 }
             }
         }
+        let encoded = encodedProduct(bytes, image)
         if storable {
-            context.remember(image, response: stored, for: cacheKey)
+            context.remember(image, encoded: encoded, response: stored, for: key.cache)
         } else {
-            context.memoryCache?.remove(cacheKey)
+            context.memoryCache?.remove(key.cache.storageName)
         }
-        emit(.completed(loaded(image, source, encoded: encodedProduct(bytes, image))))
+        emit(.completed(loaded(image, source, encoded: encoded)))
     }
 
-    private func loaded(_ image: RasterImage, _ source: LoadedImage.Source, encoded: EncodedImage? = nil) -> LoadedImage
-    {
-        LoadedImage(image: image, source: source, url: url, encoded: encoded)
+    private func loaded(
+        _ image: RasterImage, _ source: LoadedImage.Source, _ freshness: LoadedImage.Freshness = .fresh,
+        encoded: EncodedImage?
+    ) -> LoadedImage {
+        LoadedImage(image: image, source: source, url: url, freshness: freshness, encoded: encoded)
     }
 
     /// A thumbnail's encoded bytes, when at hand; `nil` for originals.
@@ -268,68 +269,104 @@ struct LoadOperation: Sendable {
         return EncodedImage(bytes: bytes, format: format, width: image.width, height: image.height)
     }
 
-    /// The product made from the source, and the bytes the disk cache keeps for it: the
-    /// original's own bytes, or the thumbnail encoded (`nil` when it cannot be: an
-    /// animated thumbnail stays in memory only).
+    /// The product made from downloaded bytes. Alone, it is made the leanest way (a
+    /// thumbnail shrinks while loading); shared with other products of the same
+    /// download, one decode serves them all (``DecodePlan``) and each is resampled from it.
+    private func make(from download: SharedStage<DownloadKey, DataResponse>.Outcome) async throws -> (
+        RasterImage, [UInt8]?
+    ) {
+        let body = download.value.body
+        guard download.products.count > 1 else { return try await make(.bytes(body), original: body) }
+        let plan = DecodePlan(products: download.products)
+        let (decoder, decodingOptions, metrics, context, urlText) = (
+            configuration.decoder, configuration.decodingOptions, context.metrics, context, urlText
+        )
+        let reduced: ReducedImage
+        do {
+            reduced = try await context.decodes.value(
+                for: DecodeKey(download: download.run, plan: plan), product: product, priority: priority
+            ) { priority, _ in
+                try await context.cpu(urlText, priority: priority) {
+                    try metrics.timingDecode {
+                        switch plan {
+                        case .full:
+                            return ReducedImage(full: try decoder.decode(.bytes(body), options: decodingOptions))
+                        case .reduced(let thumbnails):
+                            let frames: FrameSelection = thumbnails.allSatisfy { $0.frames == .first } ? .first : .all
+                            return try decoder.decode(
+                                .bytes(body), options: DecodingOptions(limits: decodingOptions.limits, frames: frames),
+                                reducedFor: thumbnails)
+                        }
+                    }
+                }
+            }.value
+        } catch is CancellationError {
+            throw ImageLoadingError(.cancelled, url: urlText)
+        }
+        guard case .thumbnail(let options) = product else { return (reduced.image, body) }
+        return try await context.cpu(urlText, priority: priority) {
+            let image = try reduced.thumbnail(options: options)
+            metrics.thumbnailMade()
+            return (image, LoadOperation.encoded(image, options))
+        }
+    }
+
+    /// The product made from the source alone, and the bytes the disk cache keeps for
+    /// it: the original's own bytes, or the thumbnail encoded (`nil` when it cannot
+    /// be: an animated thumbnail stays in memory only).
     private func make(_ source: ImageSource, original: [UInt8]?) async throws -> (RasterImage, [UInt8]?) {
         let (decoder, decodingOptions, metrics) = (
             configuration.decoder, configuration.decodingOptions, context.metrics
         )
         switch product {
         case .original:
-            let image = try await context.cpu(key, priority: priority) {
-                let start = ContinuousClock.now
-                let image = try decoder.decode(source, options: decodingOptions)
-                metrics.decoded(in: ContinuousClock.now - start)
-                return image
+            let image = try await context.cpu(urlText, priority: priority) {
+                try metrics.timingDecode { try decoder.decode(source, options: decodingOptions) }
             }
             return (image, original)
-        case .thumbnail(var options):
-            options.limits = decodingOptions.limits
-            let thumbnailOptions = options
-            return try await context.cpu(key, priority: priority) {
-                let start = ContinuousClock.now
-                // The library's decoder shrinks while loading; another decoder decodes, then resizes.
-                let image =
-                    try (decoder as? ImageDecoder)?.thumbnail(source, options: thumbnailOptions)
-                    ?? decoder.decode(source, options: decodingOptions).thumbnail(options: thumbnailOptions)
-                metrics.decoded(in: ContinuousClock.now - start)
+        case .thumbnail(let options):
+            return try await context.cpu(urlText, priority: priority) {
+                // The decoder shrinks while loading when it can (the protocol's default
+                // decodes, then resizes).
+                let image = try metrics.timingDecode { try decoder.thumbnail(source, options: options) }
                 metrics.thumbnailMade()
-                let encoded =
-                    thumbnailOptions.frames == .first
-                    ? try? image.encoded(as: thumbnailOptions.outputFormat).bytes : nil
-                return (image, encoded)
+                return (image, LoadOperation.encoded(image, options))
             }
         }
     }
 
+    /// A thumbnail's bytes for the disk cache; `nil` for an animated one.
+    static func encoded(_ image: RasterImage, _ options: ThumbnailOptions) -> [UInt8]? {
+        options.frames == .first ? try? image.encoded(as: options.outputFormat).bytes : nil
+    }
+
     /// The origin failed. Within stale-if-error a cached image is served; error
-    /// responses are remembered (unless no-store); then the error is reported.
-    private func failed(_ error: ImageLoadingError, response: DataResponse?, cached: Cached?) async throws {
+    /// responses are remembered (unless no-store, and once per request: `remembers`
+    /// is set for the load that asked first); then the error is reported.
+    private func failed(_ error: ImageLoadingError, response: DataResponse?, cached: Cached?, remembers: Bool)
+        async throws
+    {
         let status = response?.status
         let serverFailure = status.map { [500, 502, 503, 504].contains($0) } ?? true
         if var cached, serverFailure, options.cachePolicy != .reload,
             policy.evaluate(cached.response, now: context.now).mayServeOnError
         {
             let image = try await image(of: &cached)
-            emit(
-                .cached(LoadedImage(image: image, source: cached.fromMemory ? .memory : .disk, url: url, isStale: true))
-            )
+            emit(.cached(loaded(image, cached.source, .staleIfError, encoded: cached.encoded)))
             emit(.failed(error))
             return
         }
-        if let response, let status, status >= 400, let disk = context.diskCache {
-            let control = CacheControl(
-                headerValues: response.headers.values(named: "Cache-Control"))
+        if remembers, let response, let status, status >= 400, let disk = context.diskCache {
+            let control = CacheControl(headerValues: response.headers.values(named: "Cache-Control"))
             if !control.noStore {
                 let window = control.maxAge.map(TimeInterval.init) ?? configuration.defaultCacheControlMaxAgeForErrors
-                let (key, now) = (self.key, context.now)
-                try await context.blocking(key) {
-                    let previous = disk.failure(for: key).flatMap { $0.expires > now ? $0 : nil }
+                let (urlText, now) = (self.urlText, context.now)
+                try await context.blocking(urlText) {
+                    let previous = disk.failure(for: urlText).flatMap { $0.expires > now ? $0 : nil }
                     // The count read back from disk may be anything: it saturates.
                     let attempts = Checked.saturatingAdd(previous?.attempts ?? 0, 1)
                     let record = FailureRecord(
-                        url: key, status: status, message: error.description, attempts: attempts,
+                        url: urlText, status: status, message: error.description, attempts: attempts,
                         expires: previous?.expires ?? now.addingTimeInterval(window))
                     try? disk.store(record)
                 }
@@ -343,25 +380,33 @@ struct LoadOperation: Sendable {
     /// thumbnails on disk too.
     private func loadFile() async throws {
         let path = url.path
-        let identity = try await context.blocking(key) { try FileIdentity.tag(of: path) }
+        let identity = try await context.blocking(urlText) { try FileIdentity.tag(of: path) }
         if options.cachePolicy != .reload, var cached = try await lookUp(), cached.response.value("ETag") == identity {
             let image = try await image(of: &cached)
-            if cached.fromMemory { context.metrics.memoryHit() } else { context.metrics.diskHit() }
-            emit(
-                .cached(loaded(image, cached.fromMemory ? .memory : .disk, encoded: encodedProduct(cached.body, image)))
-            )
+            hit(cached)
+            emit(.cached(loaded(image, cached.source, encoded: cached.encoded)))
             return
         }
         context.metrics.miss()
         let (image, bytes) = try await make(.file(path: path), original: nil)
         let now = context.now
         let response = StoredResponse(
-            url: cacheKey, status: 200, headers: [HeaderField("ETag", identity)], requestTime: now, responseTime: now)
+            url: key.cache.storageName, status: 200, headers: [HeaderField("ETag", identity)], requestTime: now,
+            responseTime: now)
         if case .thumbnail = product, let bytes, let disk = context.diskCache {
-            try await context.blocking(key) { try? disk.store(response, body: bytes) }
+            try await context.blocking(urlText) { try? disk.store(response, body: bytes) }
         }
-        context.remember(image, response: response, for: cacheKey)
-        emit(.completed(loaded(image, .localFile, encoded: encodedProduct(bytes, image))))
+        let encoded = encodedProduct(bytes, image)
+        context.remember(image, encoded: encoded, response: response, for: key.cache)
+        emit(.completed(loaded(image, .localFile, encoded: encoded)))
+    }
+}
+
+extension ImageLoadingError {
+    /// Whether the bytes were at fault (not the network, not a cancellation).
+    var isDecodingFailure: Bool {
+        if case .decoding = reason { return true }
+        return false
     }
 }
 

@@ -15,6 +15,10 @@ struct PipelineContext: Sendable {
     let decoding: WorkScheduler
     let metrics: LoaderMetrics
     let recentFailures: RecentFailures
+    /// One request per URL and header fields, whatever products wait for it.
+    let downloads = SharedStage<DownloadKey, DataResponse>()
+    /// One decode per download and plan, shared by the products made from it.
+    let decodes = SharedStage<DecodeKey, ReducedImage>()
     var logger: Logger { configuration.logger }
     var now: Date { configuration.clock() }
 
@@ -74,13 +78,39 @@ struct PipelineContext: Sendable {
     }
 
     /// Decodes downloaded or stored bytes.
-    func decode(_ bytes: [UInt8], url: String, priority: PriorityHandle) async throws -> RasterImage {
+    func decode(_ source: ImageSource, url: String, priority: PriorityHandle) async throws -> RasterImage {
         let (decoder, options, metrics) = (configuration.decoder, configuration.decodingOptions, self.metrics)
         return try await cpu(url, priority: priority) {
-            let start = ContinuousClock.now
-            let image = try decoder.decode(.bytes(bytes), options: options)
-            metrics.decoded(in: ContinuousClock.now - start)
-            return image
+            try metrics.timingDecode { try decoder.decode(source, options: options) }
+        }
+    }
+
+    /// Sends `request` through the download stage: a request already in flight for the
+    /// same URL and header fields is joined instead of sent again.
+    func download(
+        _ request: DataRequest, product: ImageProduct?, priority: PriorityHandle,
+        progress: @escaping @Sendable (Int, Int?) -> Void
+    ) async throws -> SharedStage<DownloadKey, DataResponse>.Outcome {
+        let (loader, metrics, network, url) = (dataLoader, self.metrics, self.network, request.url.absoluteString)
+        do {
+            return try await downloads.value(
+                for: DownloadKey(url: request.url, headers: request.headers), product: product, priority: priority,
+                progress: progress
+            ) { priority, progress in
+                try await network.run(priority: priority) {
+                    try Task.checkCancellation()
+                    metrics.request()
+                    let response = try await loader.load(request, progress: progress)
+                    metrics.received(response.body.count)
+                    return response
+                }
+            }
+        } catch is CancellationError {
+            throw ImageLoadingError(.cancelled, url: url)
+        } catch let error as ImageLoadingError {
+            throw error
+        } catch {
+            throw ImageLoadingError(.network(String(describing: error)), url: url)
         }
     }
 
@@ -93,16 +123,17 @@ struct PipelineContext: Sendable {
         return evaluation.isFresh ? now.addingTimeInterval(evaluation.lifetime - evaluation.age) : .distantPast
     }
 
-    /// Keeps an image in memory with its freshness worked out now.
-    func remember(_ image: RasterImage, response: StoredResponse?, for key: String) {
-        memoryCache?.insert(image, response: response, freshUntil: freshUntil(response), for: key)
+    /// Keeps an image (and a thumbnail's encoded bytes) in memory with its freshness worked out now.
+    func remember(_ image: RasterImage, encoded: EncodedImage?, response: StoredResponse?, for key: CacheKey) {
+        memoryCache?.insert(
+            image, encoded: encoded, response: response, freshUntil: freshUntil(response), for: key.storageName)
     }
 
-    /// A fresh image in memory: the fast path, one lock and a comparison.
-    func freshInMemory(_ key: String) -> RasterImage? {
+    /// A fresh entry in memory: the fast path, one lock and a comparison.
+    func freshInMemory(_ key: CacheKey) -> MemoryCache.Entry? {
         let now = self.now
-        guard let entry = memoryCache?.entry(for: key, at: now), entry.freshUntil > now else { return nil }
-        return entry.image
+        guard let entry = memoryCache?.entry(for: key.storageName, at: now), entry.freshUntil > now else { return nil }
+        return entry
     }
 
     func logMiss(_ key: String, _ message: String) {

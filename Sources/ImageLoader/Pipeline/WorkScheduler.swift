@@ -20,16 +20,36 @@ public enum QueueOrder: String, Sendable, Hashable, Codable {
     case lifo
 }
 
-/// A priority that can change while its work waits: the highest of the callers
-/// waiting on a shared load.
+/// A priority that can change while its work waits: a load's own (the highest of its
+/// callers), or a shared stage's, which is the highest of the loads waiting on it.
 final class PriorityHandle: Sendable {
-    private let value: Lock<LoadPriority>
+    private struct State {
+        var own: LoadPriority
+        var members: [UInt64: PriorityHandle] = [:]
+    }
 
-    init(_ priority: LoadPriority) { value = Lock(priority) }
+    private let state: Lock<State>
 
+    init(_ priority: LoadPriority) { state = Lock(State(own: priority)) }
+
+    /// The highest of its own priority and its members'. Members are read after the
+    /// lock is released: handles form a tree (a stage's members are loads' handles),
+    /// so no two locks are ever held at once.
     var priority: LoadPriority {
-        get { value.withLock { $0 } }
-        set { value.withLock { $0 = newValue } }
+        get {
+            let (own, members) = state.withLock { ($0.own, Array($0.members.values)) }
+            return members.reduce(own) { max($0, $1.priority) }
+        }
+        set { state.withLock { $0.own = newValue } }
+    }
+
+    /// Makes `member`'s priority count until ``remove(_:)``.
+    func add(_ id: UInt64, _ member: PriorityHandle) {
+        state.withLock { $0.members[id] = member }
+    }
+
+    func remove(_ id: UInt64) {
+        state.withLock { _ = $0.members.removeValue(forKey: id) }
     }
 }
 

@@ -69,7 +69,7 @@ struct LoaderHarness: Sendable {
         configuration.cacheDirectory = directory
         let clock = self.clock
         configuration.clock = { clock.now }
-        configuration.timeout = .seconds(10)
+        configuration.http.timeout = .seconds(10)
         change(&configuration)
         return configuration
     }
@@ -100,14 +100,14 @@ extension ImageLoader {
 
 /// A compact, comparable form of events, for assertions.
 enum Moment: Equatable, CustomStringConvertible {
-    case cached(LoadedImage.Source, stale: Bool)
+    case cached(LoadedImage.Source, LoadedImage.Freshness = .fresh)
     case sending(hadCache: Bool)
     case completed(LoadedImage.Source)
     case failed(ImageLoadingError.Reason)
 
     init?(_ event: ImageLoadEvent) {
         switch event {
-        case .cached(let image): self = .cached(image.source, stale: image.isStale)
+        case .cached(let image): self = .cached(image.source, image.freshness)
         case .sendingRequest(let hadCache): self = .sending(hadCache: hadCache)
         case .completed(let image): self = .completed(image.source)
         case .failed(let error): self = .failed(error.reason)
@@ -117,7 +117,7 @@ enum Moment: Equatable, CustomStringConvertible {
 
     var description: String {
         switch self {
-        case .cached(let source, let stale): "cached(\(source)\(stale ? ", stale" : ""))"
+        case .cached(let source, let freshness): "cached(\(source)\(freshness == .fresh ? "" : ", \(freshness)"))"
         case .sending(let hadCache): "sending(hadCache: \(hadCache))"
         case .completed(let source): "completed(\(source))"
         case .failed(let reason): "failed(\(reason))"

@@ -1,0 +1,103 @@
+import Foundation
+import RasterImage
+
+/// What a load makes of the image at a URL.
+///
+/// ```swift
+/// await loader.prefetch(urls, product: .thumbnail(ThumbnailOptions(maxPixelSize: 256)))
+/// ```
+public enum ImageProduct: Sendable, Hashable {
+    /// The image itself; its downloaded bytes are what the disk cache keeps.
+    case original
+    /// A thumbnail; the disk cache keeps it encoded, with the original's response, so it
+    /// stays valid exactly as long as the original (a 304 keeps it, a new original replaces it).
+    case thumbnail(ThumbnailOptions)
+
+    /// The product with the loader's decoding limits, so that two requests differing
+    /// only in limits the loader overrides are one product.
+    func normalized(limits: DecodingLimits) -> ImageProduct {
+        guard case .thumbnail(var options) = self else { return self }
+        options.limits = limits
+        return .thumbnail(options)
+    }
+
+    /// The thumbnail's options, or `nil` for the original.
+    var thumbnailOptions: ThumbnailOptions? {
+        if case .thumbnail(let options) = self { return options }
+        return nil
+    }
+}
+
+/// Where a product is kept, in memory and on disk: a URL (without fragment) and a product.
+struct CacheKey: Sendable, Hashable {
+    let url: URL
+    let product: ImageProduct
+
+    /// The name the memory and disk caches file it under: the URL for an original,
+    /// the URL and the thumbnail's options otherwise. The URL has no fragment, so no
+    /// URL can reach another product's name.
+    let storageName: String
+
+    init(url: URL, product: ImageProduct) {
+        self.url = url
+        self.product = product
+        guard case .thumbnail(let options) = product else {
+            storageName = url.absoluteString
+            return
+        }
+        var name = url.absoluteString
+        name.reserveCapacity(name.utf8.count + 96)
+        name += "#thumbnail("
+        name += options.cacheKey
+        name += ")"
+        storageName = name
+    }
+
+    static func == (a: CacheKey, b: CacheKey) -> Bool { a.storageName == b.storageName }
+    func hash(into hasher: inout Hasher) { hasher.combine(storageName) }
+}
+
+/// The first stage: one load of one product, shared by every caller asking for it
+/// with the same cache policy and request header fields.
+struct ProductKey: Sendable, Hashable {
+    let cache: CacheKey
+    let cachePolicy: LoadOptions.CachePolicy
+    /// The caller's own request header fields (``LoadOptions/headers``): a request
+    /// with other credentials is other work.
+    let headers: [HeaderField]
+
+    var url: URL { cache.url }
+    var product: ImageProduct { cache.product }
+}
+
+/// The download stage: one request per URL and request header fields (validators
+/// included), shared by every product in flight that would send the same request.
+struct DownloadKey: Sendable, Hashable {
+    let url: URL
+    let headers: [HeaderField]
+}
+
+/// The decode stage: one decode per download and plan, shared by the products made from it.
+struct DecodeKey: Sendable, Hashable {
+    /// Which download's bytes (a stage run's identity).
+    let download: UInt64
+    let plan: DecodePlan
+}
+
+/// How bytes shared by several products are decoded: at full size when the original
+/// is among them (every thumbnail is resampled from it), otherwise once for all the
+/// thumbnails, shrunk as far as the largest allows.
+enum DecodePlan: Sendable, Hashable {
+    case full
+    case reduced([ThumbnailOptions])
+
+    init(products: [ImageProduct]) {
+        let thumbnails = products.compactMap(\.thumbnailOptions)
+        if thumbnails.count < products.count {
+            self = .full
+        } else {
+            // The same set in the same order for every product that computes it.
+            self = .reduced(Array(Set(thumbnails)).sorted { $0.cacheKey < $1.cacheKey })
+        }
+    }
+}

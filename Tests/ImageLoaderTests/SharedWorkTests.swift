@@ -1,0 +1,353 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import RasterImage
+import ServiceLifecycle
+import TestOrigin
+import Testing
+
+@testable import ImageLoader
+
+/// Work shared per stage (one download per URL for every product, one decode per
+/// plan), the event order around stale entries, the ordering races, and the API a
+/// server uses.
+@Suite("Shared stages and the server API")
+struct SharedWorkTests {
+    static let jpegType = ("Content-Type", "image/jpeg")
+    static let photo = TestImages.bytes("jpeg-800x600.jpg")
+    let large = ThumbnailOptions(maxPixelSize: 128)
+    let small = ThumbnailOptions(maxPixelSize: 64)
+
+    /// The mean absolute difference per channel of two images of the same size.
+    static func meanDifference(_ a: RasterImage, _ b: RasterImage) -> Double {
+        guard a.width == b.width, a.height == b.height else { return .infinity }
+        let (x, y) = (a.pixels, b.pixels)
+        var total = 0
+        for index in x.indices { total += abs(Int(x[index]) - Int(y[index])) }
+        return Double(total) / Double(x.count)
+    }
+
+    @Test("an original and two thumbnail sizes asked together: 1 request, 1 decode, 2 resamples")
+    func originalAndThumbnails() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve(
+                "/p.jpg",
+                .init(headers: [Self.jpegType, ("Cache-Control", "max-age=100")], body: Self.photo, delay: 0.5))
+            let loader = try harness.loader()
+            let url = origin.url("/p.jpg")
+            async let original = loader.image(for: url)
+            async let big = loader.thumbnail(for: url, options: large)
+            async let little = loader.thumbnail(for: url, options: small)
+            let (o, b, l) = try await (original, big, little)
+            let statistics = loader.statistics
+            #expect(origin.count("/p.jpg") == 1)
+            #expect(statistics.requests == 1)
+            #expect(statistics.decodes <= 2)
+            #expect(statistics.thumbnailsMade == 2)
+            // The original as decoded alone; each thumbnail resampled from it, the size
+            // it has alone, and close to the one made alone (which scales in the DCT).
+            let decoder = ImageDecoder()
+            let full = try decoder.decode(.bytes(Self.photo))
+            #expect(o.image.pixels == full.pixels)
+            for (made, options) in [(b, large), (l, small)] {
+                #expect(made.image.pixels == (try full.thumbnail(options: options)).pixels)
+                let alone = try decoder.thumbnail(.bytes(Self.photo), options: options)
+                #expect((made.image.width, made.image.height) == (alone.width, alone.height))
+                #expect(Self.meanDifference(made.image, alone) < 4)
+                #expect(made.encoded != nil)
+            }
+        }
+    }
+
+    @Test("two thumbnail sizes without the original: one download, one reduced decode, two resamples")
+    func thumbnailsShareAReducedDecode() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve(
+                "/t.jpg",
+                .init(headers: [Self.jpegType, ("Cache-Control", "max-age=100")], body: Self.photo, delay: 0.5))
+            let loader = try harness.loader()
+            let url = origin.url("/t.jpg")
+            async let big = loader.thumbnail(for: url, options: large)
+            async let little = loader.thumbnail(for: url, options: small)
+            let (b, l) = try await (big, little)
+            #expect(origin.count("/t.jpg") == 1)
+            #expect(loader.statistics.decodes == 1)
+            #expect(loader.statistics.thumbnailsMade == 2)
+            #expect((b.image.width, b.image.height) == (128, 96))
+            #expect((l.image.width, l.image.height) == (64, 48))
+            // The decode was shrunk in the DCT: half size serves both (128 needs 256 wide).
+            let reduced = try ImageDecoder().decode(
+                .bytes(Self.photo), options: DecodingOptions(), reducedFor: [large, small])
+            #expect((reduced.image.width, reduced.originalWidth) == (400, 800))
+            for (made, options) in [(b, large), (l, small)] {
+                #expect(made.image.pixels == (try reduced.thumbnail(options: options)).pixels)
+                // Close to the thumbnail resampled from the full-size image.
+                let reference = try ImageDecoder().decode(.bytes(Self.photo)).thumbnail(options: options)
+                #expect(Self.meanDifference(made.image, reference) < 4)
+            }
+        }
+    }
+
+    @Test("a product that leaves does not cancel the download another product waits for; the last one does")
+    func cancellationPerStage() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve("/c.jpg", .init(headers: [Self.jpegType], body: Self.photo, delay: 0.6))
+            origin.serve("/alone.jpg", .init(headers: [Self.jpegType], body: Self.photo, delay: 0.6))
+            let loader = try harness.loader()
+            let url = origin.url("/c.jpg")
+            let leaving = Task { try await loader.thumbnail(for: url, options: large) }
+            let staying = Task { try await loader.image(for: url) }
+            try await Task.sleep(for: .milliseconds(200))
+            leaving.cancel()
+            let stayed = try await staying.value
+            #expect(stayed.source == .network || stayed.source == .networkToDisk)
+            #expect(origin.count("/c.jpg") == 1)
+            // Alone, leaving cancels the download: nothing decoded, nothing cached.
+            let alone = Task { try await loader.thumbnail(for: origin.url("/alone.jpg"), options: large) }
+            try await Task.sleep(for: .milliseconds(200))
+            alone.cancel()
+            _ = await alone.result
+            await loader.waitForBackgroundWork()
+            try await Task.sleep(for: .milliseconds(700))
+            #expect(loader.peek(origin.url("/alone.jpg"), product: .thumbnail(large)) == nil)
+            #expect(loader.statistics.thumbnailsMade == 0)
+        }
+    }
+
+    @Test("setPriority reaches a thumbnail, and a shared download runs at its highest waiter's priority")
+    func priorities() async throws {
+        try await withOrigin { origin, harness in
+            for path in ["/x.jpg", "/y.jpg"] { origin.serve(path, .init(headers: [Self.jpegType], body: Self.photo)) }
+            origin.serve(
+                "/block.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png, delay: 0.5))
+            let loader = try harness.loader { $0.concurrentLoads = 1 }
+            let block = Task { try await loader.image(for: origin.url("/block.png")) }
+            try await Task.sleep(for: .milliseconds(100))
+            let x = Task {
+                try await loader.thumbnail(
+                    for: origin.url("/x.jpg"), options: large, loadOptions: LoadOptions(priority: .low))
+            }
+            let y = Task { try await loader.image(for: origin.url("/y.jpg"), options: LoadOptions(priority: .normal)) }
+            try await Task.sleep(for: .milliseconds(100))
+            loader.setPriority(.veryHigh, for: origin.url("/x.jpg"), product: .thumbnail(large))
+            _ = try await (block.value, x.value, y.value)
+            let order = origin.arrivalOrder
+            #expect(order == ["/block.png", "/x.jpg", "/y.jpg"], "\(order)")
+        }
+    }
+
+    @Test("a stale-while-revalidate caller that leaves at once never cancels the revalidation", arguments: 0..<5)
+    func revalidationSurvivesTheCaller(round: Int) async throws {
+        try await withOrigin { origin, harness in
+            origin.route("/swr.png") { request, _ in
+                if request.header("If-None-Match") == "\"s\"" {
+                    return .init(
+                        status: 304,
+                        headers: [("ETag", "\"s\""), ("Cache-Control", "max-age=10, stale-while-revalidate=100")],
+                        delay: 0.05)
+                }
+                return .init(
+                    headers: [
+                        ("Content-Type", "image/png"), ("ETag", "\"s\""),
+                        ("Cache-Control", "max-age=10, stale-while-revalidate=100"),
+                    ],
+                    body: TestImages.png)
+            }
+            let loader = try harness.loader()
+            let url = origin.url("/swr.png")
+            _ = try await loader.image(for: url)
+            for _ in 0..<10 {
+                harness.clock.advance(by: 20)
+                // Takes the stale image and leaves at once.
+                for await event in loader.events(for: url) {
+                    #expect(event.image?.freshness == .staleWhileRevalidate)
+                    break
+                }
+                await loader.waitForBackgroundWork()
+                let again = try await loader.image(for: url)
+                #expect(again.source == .memory && again.freshness == .fresh)
+            }
+            #expect(origin.count("/swr.png") == 11)
+        }
+    }
+
+    @Test("a caller that arrives and leaves at once is unregistered: the load is cancelled", arguments: 0..<3)
+    func registrationOrder(round: Int) async throws {
+        try await withOrigin { origin, harness in
+            for n in 0..<30 {
+                origin.serve(
+                    "/r\(n).png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png, delay: 0.4))
+            }
+            let loader = try harness.loader()
+            for n in 0..<30 {
+                let task = Task { for await _ in loader.events(for: origin.url("/r\(n).png")) {} }
+                task.cancel()
+                await task.value
+            }
+            await loader.waitForBackgroundWork()
+            try await Task.sleep(for: .milliseconds(500))
+            for n in 0..<30 { #expect(loader.peek(origin.url("/r\(n).png")) == nil) }
+            #expect(loader.statistics.decodes == 0)
+        }
+    }
+
+    @Test("events for every staleness case: the stale image first, then the request, then the outcome")
+    func staleEventOrder() async throws {
+        try await withOrigin { origin, harness in
+            let version = VersionBox()
+            origin.route("/n.png") { _, _ in
+                .init(
+                    headers: [
+                        ("Content-Type", "image/png"), ("Cache-Control", "no-cache"), ("ETag", "\"\(version.value)\""),
+                    ],
+                    body: version.value == 1 ? TestImages.png : TestImages.otherPNG)
+            }
+            let loader = try harness.loader()
+            let url = origin.url("/n.png")
+            _ = try await loader.image(for: url)
+            version.value = 2
+            #expect(
+                await loader.allEvents(for: url).moments == [
+                    .cached(.memory, .needsRevalidation), .sending(hadCache: true), .completed(.networkToDisk),
+                ])
+            // image(for:) never answers with an image it may not use: it waits for the origin.
+            version.value = 3
+            let answer = try await loader.image(for: url)
+            #expect(answer.source == .networkToDisk && answer.freshness == .fresh)
+            // A user's reload: the cached image is offered, then asked about.
+            let reload = await loader.allEvents(for: url, options: LoadOptions(cachePolicy: .revalidate)).moments
+            #expect(reload.first == .cached(.memory, .needsRevalidation))
+            #expect(reload.dropFirst().first == .sending(hadCache: true))
+        }
+    }
+
+    @Test("bytes from a ByteBuffer: decoded and thumbnailed in place, with the loader's limits and memory cache")
+    func bytesInput() async throws {
+        try await withOrigin { _, harness in
+            let loader = try harness.loader()
+            let buffer = ByteBuffer(bytes: Self.photo)
+            let decoded = try await loader.decode(buffer.readableBytesView, declaredContentType: "image/jpeg")
+            #expect(decoded.pixels == (try ImageDecoder().decode(.bytes(Self.photo))).pixels)
+            #expect(try ImageDecoder().decode(.bytes(buffer.readableBytesView)).pixels == decoded.pixels)
+
+            let first = try await loader.thumbnail(of: buffer.readableBytesView, options: large)
+            #expect(first.source == .bytes)
+            #expect(first.image.pixels == (try ImageDecoder().thumbnail(.bytes(Self.photo), options: large)).pixels)
+            let encoded = try #require(first.encoded)
+            #expect(encoded.format == .jpeg)
+            let again = try await loader.thumbnail(of: Self.photo[...], options: large)
+            #expect(again.source == .memory)
+            #expect(again.encoded?.bytes == encoded.bytes)
+            #expect(loader.statistics.thumbnailsMade == 1)
+
+            await #expect(throws: ImageLoadingError.self) {
+                try await loader.decode(buffer.readableBytesView, declaredContentType: "image/png")
+            }
+            let limited = try harness.loader { $0.decodingOptions.limits.maxPixelsPerFrame = 1000 }
+            do {
+                _ = try await limited.thumbnail(of: buffer.readableBytesView, options: small)
+                Issue.record("over the limit, yet decoded")
+            } catch let error as ImageLoadingError {
+                guard case .decoding(let reason) = error.reason, case .tooManyPixels = reason.reason else {
+                    Issue.record("got \(error)")
+                    return
+                }
+            }
+        }
+    }
+
+    @Test("a thumbnail's encoded bytes come back from a memory hit and count in the cache's cost")
+    func encodedFromMemory() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve("/e.jpg", .init(headers: [Self.jpegType, ("Cache-Control", "max-age=100")], body: Self.photo))
+            let loader = try harness.loader()
+            let url = origin.url("/e.jpg")
+            let made = try await loader.thumbnail(for: url, options: large)
+            let hit = try await loader.thumbnail(for: url, options: large)
+            #expect(hit.source == .memory)
+            let bytes = try #require(made.encoded?.bytes)
+            #expect(hit.encoded?.bytes == bytes)
+            let usage = try #require(loader.memoryCache?.usage)
+            #expect(usage.bytes == made.image.cost + bytes.count)
+        }
+    }
+
+    @Test("data(for:): the original's bytes and headers, through the disk cache, sharing a request in flight")
+    func dataForURL() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve(
+                "/d.jpg",
+                .init(
+                    headers: [Self.jpegType, ("Cache-Control", "max-age=100"), ("ETag", "\"d\"")], body: Self.photo,
+                    delay: 0.4))
+            let loader = try harness.loader()
+            let url = origin.url("/d.jpg")
+            async let data = loader.data(for: url)
+            async let image = loader.image(for: url)
+            let (d, i) = try await (data, image)
+            #expect(origin.count("/d.jpg") == 1)
+            #expect(d.bytes == Self.photo && d.format == .jpeg && d.value("etag") == "\"d\"")
+            #expect(i.image.width == 800)
+            let again = try await loader.data(for: url)
+            #expect(again.source == .disk && again.bytes == Self.photo)
+            #expect(origin.count("/d.jpg") == 1)
+        }
+    }
+
+    @Test("per-request header fields reach the origin and separate the work; a deadline ends the wait")
+    func headersAndDeadline() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve("/h.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png))
+            origin.serve("/slow.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png, delay: 2))
+            let loader = try harness.loader()
+            _ = try await loader.image(
+                for: origin.url("/h.png"), options: LoadOptions(headers: [HeaderField("X-Tenant", "a")]))
+            #expect(origin.requests("/h.png").first?.header("X-Tenant") == "a")
+            let deadline = ContinuousClock.now + .milliseconds(300)
+            do {
+                _ = try await loader.image(for: origin.url("/slow.png"), options: LoadOptions(deadline: deadline))
+                Issue.record("answered after the deadline")
+            } catch let error as ImageLoadingError {
+                #expect(error.reason == .timeout)
+                #expect(ContinuousClock.now - deadline < .seconds(1))
+            }
+        }
+    }
+
+    @Test("a loader on the application's own HTTPClient leaves it running after shutdown")
+    func ownHTTPClient() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve("/o.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png))
+            let client = HTTPClient(eventLoopGroupProvider: .singleton)
+            let loader = try harness.loader { $0.httpClient = client }
+            #expect(try await loader.image(for: origin.url("/o.png")).image.width == 48)
+            try await loader.shutdown()
+            let response = try await client.execute(
+                HTTPClientRequest(url: origin.url("/o.png").absoluteString), timeout: .seconds(5))
+            #expect(response.status == .ok)
+            try await client.shutdown()
+        }
+    }
+
+    @Test("in a ServiceGroup, graceful shutdown finishes the load in flight, then shuts the loader down")
+    func serviceShutdown() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve("/s.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png, delay: 0.4))
+            let loader = try harness.loader()
+            let group = ServiceGroup(services: [loader], logger: Logger(label: "test"))
+            let running = Task { try await group.run() }
+            let load = Task { try await loader.image(for: origin.url("/s.png")) }
+            try await Task.sleep(for: .milliseconds(100))
+            await group.triggerGracefulShutdown()
+            try await running.value
+            #expect(try await load.value.image.width == 48)
+            do {
+                _ = try await loader.image(for: origin.url("/s.png"), options: LoadOptions(cachePolicy: .reload))
+                Issue.record("loaded after shutdown")
+            } catch let error as ImageLoadingError {
+                #expect(error.reason == .shutDown)
+            }
+        }
+    }
+}
