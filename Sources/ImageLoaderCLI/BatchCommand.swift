@@ -60,11 +60,12 @@ struct BatchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (items, problems) = BatchInputs.expand(inputs)
+        let (named, problems) = BatchInputs.expand(inputs)
+        let (items, repeats) = BatchInputs.distinct(named)
         guard !items.isEmpty else {
             throw CommandFailure(problems.first.map { "\($0.0): \($0.1)" } ?? "no inputs")
         }
-        // Each thumbnail of a batch is asked for once (repeats excepted): a small memory
+        // Each thumbnail of a batch is asked for once (repeats are dropped): a small memory
         // cache does, and keeps the process's memory flat however many images there are.
         let summary = try await loader.withLoader(memoryCacheDefaultMB: 64) { loader in
             try await BatchRunner(
@@ -73,6 +74,7 @@ struct BatchCommand: AsyncParsableCommand {
             ).run(items)
         }
         var all = summary
+        all.repeats = repeats
         all.failures += problems.map { (input: $0.0, reason: $0.1) }
         print(BatchReport.text(all, outputDirectory: out))
         if let sheet {
@@ -99,6 +101,7 @@ enum BatchReport {
                 + " network \(network) (downloaded \(summary.bySource[.networkToDisk, default: 0] + summary.bySource[.network, default: 0]),"
                 + " not modified \(summary.bySource[.networkNotModified, default: 0])),"
                 + " files \(summary.bySource[.localFile, default: 0])")
+        if summary.repeats > 0 { lines.append("  repeated inputs \(summary.repeats) (each made once)") }
         lines.append("  failed \(summary.failures.count)")
         let grouped = Dictionary(grouping: summary.failures, by: \.reason).sorted { $0.value.count > $1.value.count }
         for (reason, failures) in grouped {

@@ -62,8 +62,31 @@ enum BatchInputs {
     }
 }
 
+extension BatchInputs {
+    /// Each input once, in first-seen order: the same URL (fragment aside) or the same
+    /// file (however its path is spelled) is one thumbnail, one output file and one
+    /// concurrency slot. Returns how many items were repeats.
+    static func distinct(_ items: [BatchItem]) -> (items: [BatchItem], repeats: Int) {
+        var seen = Set<String>()
+        let unique = items.filter { item in
+            let identity =
+                item.url.isFileURL
+                ? item.url.standardizedFileURL.resolvingSymlinksInPath().path
+                : (URLComponents(url: item.url, resolvingAgainstBaseURL: false).map {
+                    var components = $0
+                    components.fragment = nil
+                    return components.string ?? item.url.absoluteString
+                } ?? item.url.absoluteString)
+            return seen.insert(identity).inserted
+        }
+        return (unique, items.count - unique.count)
+    }
+}
+
 /// What a batch did.
 struct BatchSummary: Sendable {
+    /// Inputs named more than once, made once.
+    var repeats = 0
     var succeeded = 0
     var bySource: [LoadedImage.Source: Int] = [:]
     var failures: [(input: String, reason: String)] = []

@@ -108,4 +108,36 @@ struct BatchCommandTests {
             #expect(try FileManager.default.contentsOfDirectory(atPath: out + "/warm").count == count)
         }
     }
+
+    @Test("batch makes each distinct input once: one file, one request, and the summary counts the repeats")
+    func repeatedInputs() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        try await Command.withTemporaryDirectory { directory in
+            for n in 0..<3 {
+                origin.serve(
+                    "/r\(n).png", .init(headers: [Self.png, ("Cache-Control", "max-age=600")], body: TestAssets.photo))
+            }
+            let file = directory.appendingPathComponent("local.png")
+            try Data(TestAssets.photo).write(to: file)
+            // Each URL three times (once with a fragment), the file by two spellings.
+            var lines: [String] = []
+            for _ in 0..<3 { lines += (0..<3).map { origin.url("/r\($0).png").absoluteString } }
+            lines.append(origin.url("/r0.png").absoluteString + "#again")
+            lines += [file.path, directory.appendingPathComponent("./local.png").path]
+            let list = directory.appendingPathComponent("list.txt")
+            try lines.joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
+            let out = directory.appendingPathComponent("out").path
+            let result = try await Command.run([
+                "batch", list.path, "--size", "32", "--out", out, "--cache-dir",
+                directory.appendingPathComponent("cache").path,
+            ])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.contains("4 of 4 thumbnails"), "\(result.stdout)")
+            #expect(result.stdout.contains("repeated inputs 8"), "\(result.stdout)")
+            let written = try FileManager.default.contentsOfDirectory(atPath: out).sorted()
+            #expect(written == ["local.jpg", "r0.jpg", "r1.jpg", "r2.jpg"], "\(written)")
+            for n in 0..<3 { #expect(origin.count("/r\(n).png") == 1) }
+        }
+    }
 }
