@@ -116,12 +116,6 @@ int cjpeg_read_header(cjpeg_decoder *decoder) {
     return 0;
 }
 
-int cjpeg_calc_output_dimensions(cjpeg_decoder *decoder) {
-    if (setjmp(decoder->jump)) return -1;
-    jpeg_calc_output_dimensions(&decoder->cinfo);
-    return 0;
-}
-
 int cjpeg_start_decompress(cjpeg_decoder *decoder) {
     if (setjmp(decoder->jump)) return -1;
     jpeg_start_decompress(&decoder->cinfo);
@@ -132,12 +126,6 @@ int cjpeg_read_scanlines(cjpeg_decoder *decoder, uint8_t **rows, uint32_t max_ro
     *rows_read = 0;
     if (setjmp(decoder->jump)) return -1;
     *rows_read = jpeg_read_scanlines(&decoder->cinfo, rows, max_rows);
-    return 0;
-}
-
-int cjpeg_finish_decompress(cjpeg_decoder *decoder) {
-    if (setjmp(decoder->jump)) return -1;
-    jpeg_finish_decompress(&decoder->cinfo);
     return 0;
 }
 

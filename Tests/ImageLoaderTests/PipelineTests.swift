@@ -120,7 +120,7 @@ struct PipelineTests {
                     Task { try await loader.image(for: origin.url(path), options: LoadOptions(priority: priority)) })
                 try await Task.sleep(for: .milliseconds(30))
             }
-            if let (path, priority) = raise { await loader.setPriority(priority, for: origin.url(path)) }
+            if let (path, priority) = raise { loader.setPriority(priority, for: origin.url(path)) }
             _ = try await blocker.value
             for task in waiting { _ = try await task.value }
             result = origin.arrivalOrder.filter { $0 != "/block.png" }
@@ -159,8 +159,8 @@ struct PipelineTests {
             let loader = try harness.loader { $0.concurrentLoads = 1 }
             let blocker = Task { try await loader.image(for: origin.url("/block.png")) }
             try await Task.sleep(for: .milliseconds(100))
-            await loader.prefetch([origin.url("/p1.png"), origin.url("/p2.png"), origin.url("/p3.png")])
-            await loader.cancelPrefetching([origin.url("/p3.png")])
+            loader.prefetch([origin.url("/p1.png"), origin.url("/p2.png"), origin.url("/p3.png")])
+            loader.cancelPrefetching([origin.url("/p3.png")])
             _ = try await blocker.value
             await loader.waitForBackgroundWork()
             #expect(origin.count("/p1.png") == 1 && origin.count("/p2.png") == 1)

@@ -50,11 +50,9 @@ int cjpeg_decoder_init(cjpeg_decoder *decoder,
 void cjpeg_decoder_destroy(cjpeg_decoder *decoder);
 
 int cjpeg_read_header(cjpeg_decoder *decoder);
-int cjpeg_calc_output_dimensions(cjpeg_decoder *decoder);
 int cjpeg_start_decompress(cjpeg_decoder *decoder);
 /// Reads up to `max_rows` rows; `rows_read` says how many arrived.
 int cjpeg_read_scanlines(cjpeg_decoder *decoder, uint8_t **rows, uint32_t max_rows, uint32_t *rows_read);
-int cjpeg_finish_decompress(cjpeg_decoder *decoder);
 
 /// How cjpeg_encode_rgba writes.
 typedef struct cjpeg_encode_settings {

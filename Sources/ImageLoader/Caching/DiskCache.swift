@@ -2,10 +2,6 @@ import Crypto
 import Foundation
 import RasterImage
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// A cache of HTTP responses on disk that survives restarts.
 ///
 /// Every key (the URL with its query) has one file, named by the SHA-256 of the key,

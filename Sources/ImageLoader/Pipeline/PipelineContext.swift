@@ -47,10 +47,12 @@ struct PipelineContext: Sendable {
         requestHeaders = headers
     }
 
-    /// Runs blocking work on the workers, mapping a stopped pool to `.shutDown`.
+    /// Runs blocking work on the workers, mapping a stopped pool to `.shutDown`. A
+    /// resize inside spreads over this worker's share of the cores only.
     func blocking<T: Sendable>(_ url: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        let share = max(1, ProcessInfo.processInfo.activeProcessorCount / max(1, configuration.decodingThreads))
         do {
-            return try await workers.run(body)
+            return try await workers.run { try ResizeParallelism.withCores(share, body) }
         } catch let error as ImageLoadingError {
             throw error
         } catch let error as ImageDecodingError {

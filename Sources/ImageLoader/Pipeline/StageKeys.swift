@@ -4,7 +4,7 @@ import RasterImage
 /// What a load makes of the image at a URL.
 ///
 /// ```swift
-/// await loader.prefetch(urls, product: .thumbnail(ThumbnailOptions(maxPixelSize: 256)))
+/// loader.prefetch(urls, product: .thumbnail(ThumbnailOptions(maxPixelSize: 256)))
 /// ```
 public enum ImageProduct: Sendable, Hashable {
     /// The image itself; its downloaded bytes are what the disk cache keeps.

@@ -86,9 +86,6 @@ final class WorkScheduler: Sendable {
         return try await body()
     }
 
-    /// How many wait, and how many run.
-    var load: (waiting: Int, running: Int) { state.withLock { ($0.waiters.count, $0.running) } }
-
     private func acquire(_ priority: PriorityHandle) async throws {
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1

@@ -1,5 +1,4 @@
 import CLCMS
-import RasterImage
 
 /// The colour model of pixels handed to ``ColorProfileConversion``.
 enum PixelColorModel: Hashable {

@@ -88,7 +88,6 @@ final class JPEGReadSession {
     var imageHeight: Int { Int(state.pointee.cinfo.image_height) }
     var outputWidth: Int { Int(state.pointee.cinfo.output_width) }
     var outputHeight: Int { Int(state.pointee.cinfo.output_height) }
-    var isProgressive: Bool { state.pointee.cinfo.progressive_mode != 0 }
     var reachedEndOfData: Bool { state.pointee.reached_end_of_data != 0 }
 
     /// The libjpeg colour space of the file.

@@ -326,10 +326,7 @@ final class TIFFFile {
     // MARK: Raw access for TIFFBandReader
 
     var isTiled: Bool { TIFFIsTiled(tiff) != 0 }
-    var scanlineSize: Int { Int(TIFFScanlineSize(tiff)) }
-    var stripSize: Int { Int(TIFFStripSize(tiff)) }
     var tileSize: Int { Int(TIFFTileSize(tiff)) }
-    var tileRowSize: Int { Int(TIFFTileRowSize(tiff)) }
 
     func uint32Tag(_ tag: Int32) -> Int? {
         var value: UInt32 = 0

@@ -63,8 +63,7 @@ enum WebPDecoder: FormatDecoder {
             throw ImageDecodingError(.unsupported, format: .webp, message: "libwebp version mismatch")
         }
         config.options.use_threads = 0
-        let status = try WebPContainer.status(WebPGetFeatures(bytes.baseAddress, bytes.count, &config.input))
-        _ = status
+        _ = try WebPContainer.status(WebPGetFeatures(bytes.baseAddress, bytes.count, &config.input))
         if width != Int(config.input.width) || height != Int(config.input.height) {
             config.options.use_scaling = 1
             config.options.scaled_width = Int32(width)

@@ -47,8 +47,8 @@ extension RasterImage {
         _ pixels: [UInt8], window: ResizeWindow, kernel: ResamplingKernel, channels: RowChannels, linearLight: Bool
     ) -> [UInt8] {
         let (width, height) = (window.width, window.height)
-        let cores = ProcessorCount.online
-        let bands = width * height >= RasterImage.parallelResizeThreshold ? min(cores * 2, height) : 1
+        let cores = ResizeParallelism.cores
+        let bands = width * height >= RasterImage.parallelResizeThreshold && cores > 1 ? min(cores * 2, height) : 1
         let rowsPerBand = (height + bands - 1) / bands
         let results = ConcurrentResults<[UInt8]>(count: bands)
         let stride = bytesPerRow
@@ -87,6 +87,25 @@ final class ConcurrentResults<Value>: @unchecked Sendable {
 
     /// Every slot's value; a slot never set (a worker that stopped early) is left out.
     var values: [Value] { slots.compactMap { $0 } }
+}
+
+/// How many cores one resize may spread across. A caller that already runs many
+/// resizes at once on its own threads (the loader's worker pool) gives each its share,
+/// so the pool does not oversubscribe the machine.
+///
+/// ```swift
+/// let small = ResizeParallelism.withCores(1) { image.resized(width: 256, height: 256) }
+/// ```
+public enum ResizeParallelism {
+    @TaskLocal static var limit: Int?
+
+    /// The cores a resize started now may use.
+    public static var cores: Int { max(1, min(limit ?? ProcessorCount.online, ProcessorCount.online)) }
+
+    /// Runs `body` (synchronous work on this thread) with resizes limited to `cores`.
+    public static func withCores<T>(_ cores: Int, _ body: () throws -> T) rethrows -> T {
+        try $limit.withValue(max(1, cores), operation: body)
+    }
 }
 
 enum ProcessorCount {
