@@ -54,12 +54,13 @@ extension ImageLoader {
         of bytes: some Collection<UInt8> & Sendable, options: ThumbnailOptions, declaredContentType: String? = nil,
         priority: LoadPriority = .normal
     ) async throws(ImageLoadingError) -> LoadedImage {
-        let digest = ImageLoader.digest(of: bytes)
-        let url = URL(string: "sha256:" + digest) ?? URL(fileURLWithPath: "/")
+        // Without a memory cache there is nothing to look up: the bytes are not hashed.
+        let name = memoryCache == nil ? "bytes:" : "sha256:" + ImageLoader.digest(of: bytes)
+        let url = URL(string: name) ?? URL(fileURLWithPath: "/")
         var thumbnailOptions = options
         thumbnailOptions.limits = configuration.decodingOptions.limits
         let key = CacheKey(url: url, product: .thumbnail(thumbnailOptions))
-        if let entry = context.freshInMemory(key) {
+        if memoryCache != nil, let entry = context.freshInMemory(key) {
             context.metrics.memoryHit()
             return LoadedImage(image: entry.image, source: .memory, url: url, encoded: entry.encoded)
         }
@@ -73,7 +74,7 @@ extension ImageLoader {
                 return (image, encoded)
             }
         }
-        context.remember(image, encoded: encoded, response: nil, for: key)
+        if memoryCache != nil { context.remember(image, encoded: encoded, response: nil, for: key) }
         return LoadedImage(image: image, source: LoadedImage.Source.bytes, url: url, encoded: encoded)
     }
 
