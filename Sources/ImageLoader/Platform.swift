@@ -1,19 +1,117 @@
+import Foundation
 import RasterImage
 
-// The loader's calls into the C library (stat, open, fstat, rename, fsync...) are
-// made through Glibc, imported here once for the target; DiskCache's file handling
-// and FileIdentity below use it.
+// Every call the loader makes into the C library (stat, open, read, write, rename,
+// unlink, strerror) is in this file, behind small Swift functions; the rest of the
+// target uses these.
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
+
+/// A file's size and modification time, as `stat` reports them.
+struct FileStatus: Sendable, Equatable {
+    var size: Int
+    var modifiedSeconds: Int
+    var modifiedNanoseconds: Int
+
+    /// The modification time in seconds since 1970, with its fraction.
+    var modified: Double { Double(modifiedSeconds) + Double(modifiedNanoseconds) / 1e9 }
+}
+
+enum FileSystem {
+    /// The status of `path` (following a link), or `nil` when it cannot be read.
+    static func status(_ path: String) -> FileStatus? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return FileStatus(info)
+    }
+
+    /// Whether anything (a link included, not followed) is at `path`.
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+
+    static func remove(_ path: String) {
+        unlink(path)
+    }
+
+    /// The bytes of a regular file no larger than `maxBytes`, or `nil`: a symbolic
+    /// link, a device, a folder, a larger file, or one that changes while it is read.
+    static func readRegularFile(_ path: String, maxBytes: Int) -> [UInt8]? {
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+            let size = Checked.int(info.st_size), size <= maxBytes
+        else { return nil }
+        var bytes = [UInt8](repeating: 0, count: size)
+        var done = 0
+        while done < size {
+            let n = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + done, size - done) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return nil }  // shorter than it said: changed while read
+            done += n
+        }
+        return bytes
+    }
+
+    /// Writes `bytes` to `temporary` (created 0600, never an existing file), then
+    /// renames it over `path`: readers see the old file or the new one, never part of one.
+    static func writeAtomically(_ bytes: [UInt8], to path: String, through temporary: String) throws(DiskCacheError) {
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw DiskCacheError(path: temporary, errno: errno) }
+        var written = 0
+        let result = bytes.withUnsafeBytes { buffer -> Int32 in
+            while written < buffer.count {
+                let n = write(descriptor, buffer.baseAddress! + written, buffer.count - written)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                written += n
+            }
+            return 0
+        }
+        close(descriptor)
+        guard result == 0 else {
+            unlink(temporary)
+            throw DiskCacheError(path: temporary, errno: result)
+        }
+        guard rename(temporary, path) == 0 else {
+            let code = errno
+            unlink(temporary)
+            throw DiskCacheError(path: path, errno: code)
+        }
+    }
+
+    /// The C library's text for an errno value.
+    static func describe(errno code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+}
+
+extension FileStatus {
+    init(_ info: stat) {
+        self.init(
+            size: Int(info.st_size), modifiedSeconds: Int(info.st_mtim.tv_sec),
+            modifiedNanoseconds: Int(info.st_mtim.tv_nsec))
+    }
+}
 
 /// What identifies a version of a file: its size and modification time.
 enum FileIdentity {
     static func tag(of path: String) throws -> String {
         var info = stat()
         guard stat(path, &info) == 0 else {
-            throw ImageDecodingError(.unreadable, message: "\(path): \(String(cString: strerror(errno)))")
+            throw ImageDecodingError(.unreadable, message: "\(path): \(FileSystem.describe(errno: errno))")
         }
-        return "\"\(info.st_size)-\(info.st_mtim.tv_sec)-\(info.st_mtim.tv_nsec)\""
+        let status = FileStatus(info)
+        return "\"\(status.size)-\(status.modifiedSeconds)-\(status.modifiedNanoseconds)\""
     }
 }

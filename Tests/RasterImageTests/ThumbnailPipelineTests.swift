@@ -109,6 +109,13 @@ struct ThumbnailPipelineTests {
         }
         #expect(800 * 600 >= RasterImage.parallelResizeThreshold)
         #expect(banded.pixels == single.finish())
+        // Limited to one core (as on a loader's worker thread): the same pixels, one band.
+        let limited = ResizeParallelism.withCores(1) { () -> (Int, RasterImage) in
+            (ResizeParallelism.cores, image.resized(width: 800, height: 600))
+        }
+        #expect(limited.0 == 1)
+        #expect(limited.1.pixels == banded.pixels)
+        #expect(ResizeParallelism.cores == ProcessorCount.online)
     }
 
     @Test("hostile and truncated files are typed errors on the thumbnail path too")

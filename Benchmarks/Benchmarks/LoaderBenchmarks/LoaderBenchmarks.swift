@@ -66,6 +66,35 @@ let benchmarks: @Sendable () -> Void = {
         try expect(max(loaded.image.width, loaded.image.height) == 256, "a \(loaded.image.width) px thumbnail")
     }
 
+    // The server path: a thumbnail of bytes already in memory (an upload), through the
+    // loader's workers and limits, memory cache off so every call decodes. With N
+    // worker threads, N requests at a time: an iteration's time is their latency,
+    // and N / time the throughput.
+    for threads in [1, 2] {
+        Benchmark(
+            "Server path, thumbnail(of:) bytes 256 px, \(threads) thread\(threads == 1 ? "" : "s"), \(threads) at a time",
+            configuration: .init(
+                metrics: [.wallClock, .throughput, .peakMemoryResident], timeUnits: .microseconds,
+                maxDuration: .seconds(10), maxIterations: 2_000)
+        ) { benchmark in
+            let stage = try await Stage.shared.value
+            let loader = stage.bytesLoaders[threads - 1]
+            let photo = stage.photo
+            benchmark.startMeasurement()
+            let made = await withTaskGroup(of: Int.self) { group in
+                for _ in 0..<threads {
+                    group.addTask {
+                        (try? await loader.thumbnail(of: photo, options: Stage.thumbnailOptions))?.encoded?.bytes.count
+                            ?? 0
+                    }
+                }
+                return await group.reduce(0) { $0 + ($1 > 0 ? 1 : 0) }
+            }
+            benchmark.stopMeasurement()
+            try expect(made == threads, "\(threads - made) thumbnails failed")
+        }
+    }
+
     for product in ConcurrentProduct.allCases {
         Benchmark(
             "1000 concurrent loads of 10 URLs, \(product.rawValue), cold cache",
@@ -143,6 +172,10 @@ final class Stage: Sendable {
     let memoryLoader: ImageLoader
     /// Memory cache off; the thumbnail of `urls[0]` already on its disk.
     let diskLoader: ImageLoader
+    /// No caches, 1 and 2 worker threads: the server path.
+    let bytesLoaders: [ImageLoader]
+    /// The first image's bytes (1600x1200 JPEG).
+    let photo: [UInt8]
     private let root: String
 
     private init() async throws {
@@ -164,6 +197,15 @@ final class Stage: Sendable {
         disk.cacheImagesInMemory = false
         diskLoader = try ImageLoader(configuration: disk)
         _ = try await diskLoader.thumbnail(for: urls[0], options: Stage.thumbnailOptions)
+
+        photo = bodies["/image-0.jpg"] ?? []
+        bytesLoaders = try [1, 2].map { threads in
+            var configuration = ImageLoader.Configuration()
+            configuration.cacheDirectory = nil
+            configuration.cacheImagesInMemory = false
+            configuration.decodingThreads = threads
+            return try ImageLoader(configuration: configuration)
+        }
     }
 
     /// A loader on a new, empty cache folder.

@@ -58,7 +58,7 @@ public final class DiskCache: Sendable {
         var lastRescan = Date.distantPast
         /// The entries folder's modification time after this process's last write:
         /// when it differs, someone else wrote.
-        var folderStamp = timespec()
+        var folderStamp: FileStatus?
     }
 
     /// Fault injection for the tests: when set, consulted before every file written,
@@ -136,8 +136,7 @@ public final class DiskCache: Sendable {
         let hash = DiskCache.hash(of: key)
         guard let bytes = readFile(path(hash, .response)) else {
             // Something is there that cannot be an entry (a link, a device, a giant): remove it.
-            var info = stat()
-            if lstat(path(hash, .response), &info) == 0 { remove(hash: hash, kind: .response) }
+            if FileSystem.exists(path(hash, .response)) { remove(hash: hash, kind: .response) }
             return nil
         }
         guard let (response, body) = EntryFile.decode(bytes), response.url == key else {
@@ -172,16 +171,15 @@ public final class DiskCache: Sendable {
 
     // MARK: Sharing the folder with other processes
 
-    private func folderStamp() -> timespec {
-        var info = stat()
-        return stat(entriesDirectory, &info) == 0 ? info.st_mtim : timespec()
+    private func folderStamp() -> FileStatus? {
+        FileSystem.status(entriesDirectory)
     }
 
     /// Whether the entries folder changed since this process last wrote to it.
     private func folderChangedByOthers() -> Bool {
         let now = folderStamp()
         let last = state.withLock { $0.folderStamp }
-        return now.tv_sec != last.tv_sec || now.tv_nsec != last.tv_nsec
+        return now != last
     }
 
     /// Reads the folder again, so entries other processes wrote (or removed) count
@@ -324,7 +322,7 @@ public final class DiskCache: Sendable {
     private func removeFile(named name: String) {
         let file =
             entriesDirectory + "/" + (name.hasSuffix(FileKind.failure.suffix) ? name : name + FileKind.response.suffix)
-        unlink(file)
+        FileSystem.remove(file)
         let stamp = folderStamp()
         state.withLock { state in
             if let entry = state.index.removeValue(forKey: name) { state.totalBytes -= entry.size }
@@ -385,22 +383,7 @@ public final class DiskCache: Sendable {
     /// folder, or a file larger than the whole cache may hold (someone else's, or
     /// damage) is not read, so a bad entry cannot make a load read without end.
     private func readFile(_ path: String) -> [UInt8]? {
-        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
-            let size = Checked.int(info.st_size), size <= max(maxBytes, 1 << 20)
-        else { return nil }
-        var bytes = [UInt8](repeating: 0, count: size)
-        var done = 0
-        while done < size {
-            let n = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + done, size - done) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return nil }  // shorter than it said: changed while read
-            done += n
-        }
-        return bytes
+        FileSystem.readRegularFile(path, maxBytes: max(maxBytes, 1 << 20))
     }
 
     /// Writes to a temporary file in the cache, then renames it over `path`: readers
@@ -409,31 +392,7 @@ public final class DiskCache: Sendable {
         if let fault = writeFault.withLock({ $0 }), let code = fault(path) {
             throw DiskCacheError(path: path, errno: code)
         }
-        let temporary = temporaryDirectory + "/" + UUID().uuidString
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw DiskCacheError(path: temporary, errno: errno) }
-        var written = 0
-        let result = bytes.withUnsafeBytes { buffer -> Int32 in
-            while written < buffer.count {
-                let n = Glibc.write(descriptor, buffer.baseAddress! + written, buffer.count - written)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                written += n
-            }
-            return 0
-        }
-        close(descriptor)
-        guard result == 0 else {
-            unlink(temporary)
-            throw DiskCacheError(path: temporary, errno: result)
-        }
-        guard rename(temporary, path) == 0 else {
-            let code = errno
-            unlink(temporary)
-            throw DiskCacheError(path: path, errno: code)
-        }
+        try FileSystem.writeAtomically(bytes, to: path, through: temporaryDirectory + "/" + UUID().uuidString)
     }
 
     /// Reads the access index, then reconciles it with the files present: entries written
@@ -452,12 +411,11 @@ public final class DiskCache: Sendable {
             } else {
                 continue
             }
-            var info = stat()
-            guard stat(entriesDirectory + "/" + file, &info) == 0 else { continue }
-            let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+            guard let status = FileSystem.status(entriesDirectory + "/" + file) else { continue }
+            let modified = status.modified
             var entry =
                 state.index[name] ?? IndexEntry(size: 0, lastAccess: modified, created: modified, modified: modified)
-            entry.size = Int(info.st_size)
+            entry.size = status.size
             present[name] = entry
         }
         state.index = present
@@ -479,9 +437,8 @@ public final class DiskCache: Sendable {
     private func removeStaleTemporaryFiles() {
         let cutoff = clock().timeIntervalSince1970 - 3_600
         for file in (try? FileManager.default.contentsOfDirectory(atPath: temporaryDirectory)) ?? [] {
-            var info = stat()
             let path = temporaryDirectory + "/" + file
-            if stat(path, &info) == 0 && Double(info.st_mtim.tv_sec) < cutoff { unlink(path) }
+            if let status = FileSystem.status(path), Double(status.modifiedSeconds) < cutoff { FileSystem.remove(path) }
         }
     }
 }
@@ -496,7 +453,7 @@ public struct DiskCacheError: Error, Sendable, CustomStringConvertible {
         self.code = code
     }
 
-    public var description: String { "\(path): \(String(cString: strerror(code)))" }
+    public var description: String { "\(path): \(FileSystem.describe(errno: code))" }
 }
 
 /// A failure the loader remembers for a URL (the seeds' error caching).

@@ -84,7 +84,8 @@ struct LoadOperation: Sendable {
             // must not cancel the revalidation.
             keepRunning()
         } else {
-            context.logMiss(urlText, "cache miss: stale (age \(evaluation.age.rounded(.down)) s)")
+            let why = evaluation.isFresh ? "revalidation asked for" : "stale (age \(evaluation.age.rounded(.down)) s)"
+            context.logMiss(urlText, "cache miss: \(why)")
             context.metrics.miss()
         }
         // The stale image first, for the caller to show while the origin is asked.
