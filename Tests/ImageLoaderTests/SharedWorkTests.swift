@@ -137,6 +137,29 @@ struct SharedWorkTests {
         }
     }
 
+    @Test("prefetch and cancelPrefetching reach thumbnails")
+    func prefetchThumbnails() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve(
+                "/p1.jpg", .init(headers: [Self.jpegType, ("Cache-Control", "max-age=100")], body: Self.photo))
+            origin.serve(
+                "/p2.jpg",
+                .init(headers: [Self.jpegType, ("Cache-Control", "max-age=100")], body: Self.photo, delay: 0.5))
+            let loader = try harness.loader()
+            let (first, second) = (origin.url("/p1.jpg"), origin.url("/p2.jpg"))
+            loader.prefetch([first], product: .thumbnail(small))
+            await loader.waitForBackgroundWork()
+            #expect(loader.peek(first, product: .thumbnail(small))?.width == 64)
+            #expect(loader.peek(first) == nil)  // the thumbnail was made, not the original kept
+            #expect(try await loader.thumbnail(for: first, options: small).source == .memory)
+            loader.prefetch([second], product: .thumbnail(small))
+            loader.cancelPrefetching([second], product: .thumbnail(small))
+            await loader.waitForBackgroundWork()
+            #expect(loader.peek(second, product: .thumbnail(small)) == nil)
+            #expect(loader.statistics.thumbnailsMade == 1)
+        }
+    }
+
     @Test("a stale-while-revalidate caller that leaves at once never cancels the revalidation", arguments: 0..<5)
     func revalidationSurvivesTheCaller(round: Int) async throws {
         try await withOrigin { origin, harness in
@@ -172,22 +195,22 @@ struct SharedWorkTests {
         }
     }
 
-    @Test("a caller that arrives and leaves at once is unregistered: the load is cancelled", arguments: 0..<3)
+    @Test("a caller that arrives and leaves at once is unregistered: the load is cancelled", arguments: 0..<5)
     func registrationOrder(round: Int) async throws {
         try await withOrigin { origin, harness in
-            for n in 0..<30 {
+            for n in 0..<40 {
                 origin.serve(
                     "/r\(n).png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png, delay: 0.4))
             }
             let loader = try harness.loader()
-            for n in 0..<30 {
+            for n in 0..<40 {
                 let task = Task { for await _ in loader.events(for: origin.url("/r\(n).png")) {} }
                 task.cancel()
                 await task.value
             }
             await loader.waitForBackgroundWork()
             try await Task.sleep(for: .milliseconds(500))
-            for n in 0..<30 { #expect(loader.peek(origin.url("/r\(n).png")) == nil) }
+            for n in 0..<40 { #expect(loader.peek(origin.url("/r\(n).png")) == nil) }
             #expect(loader.statistics.decodes == 0)
         }
     }
