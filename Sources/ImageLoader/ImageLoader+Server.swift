@@ -60,7 +60,7 @@ extension ImageLoader {
         var thumbnailOptions = options
         thumbnailOptions.limits = configuration.decodingOptions.limits
         let key = CacheKey(url: url, product: .thumbnail(thumbnailOptions))
-        if memoryCache != nil, let entry = context.freshInMemory(key) {
+        if memoryCache != nil, let entry = context.freshInMemory(key.storageName) {
             context.metrics.memoryHit()
             return LoadedImage(image: entry.image, source: .memory, url: url, encoded: entry.encoded)
         }

@@ -35,11 +35,14 @@ public final class ImageLoader: Sendable {
     private let dataLoader: any DataLoading
     private let workers: WorkerPool
     private let isShutDown = Lock(false)
+    /// The configuration's decoding limits, which every thumbnail key carries.
+    private let decodingLimits: DecodingLimits
 
     /// Creates the loader: its disk cache (reading the index), its HTTP client and its
     /// worker threads. Call ``shutdown()`` when done.
     public init(configuration: Configuration = Configuration()) throws {
         self.configuration = configuration
+        decodingLimits = configuration.decodingOptions.limits
         diskCache = try configuration.cacheDirectory.map {
             try DiskCache(directory: $0, maxBytes: configuration.diskCacheMaxBytes, clock: configuration.clock)
         }
@@ -120,30 +123,32 @@ public final class ImageLoader: Sendable {
     }
 
     /// The key a product of `url` is loaded and cached under.
+    /// (On every load, memory hits included: it reads ``decodingLimits``, not the
+    /// configuration, whose copy would retain and release every reference it holds.)
     private func productKey(_ url: URL, _ product: ImageProduct, _ options: LoadOptions) -> ProductKey {
         ProductKey(
-            cache: CacheKey(
-                url: url.droppingFragment, product: product.normalized(limits: configuration.decodingOptions.limits)),
+            cache: CacheKey(url: url.droppingFragment, product: product.normalized(limits: decodingLimits)),
             cachePolicy: options.cachePolicy, headers: options.headers)
     }
 
-    /// A fresh product in memory, when the options let the memory cache answer.
-    private func memoryHit(_ key: ProductKey) -> LoadedImage? {
-        guard key.cachePolicy == .useCache, key.headers.isEmpty, let entry = context.freshInMemory(key.cache) else {
-            return nil
-        }
+    /// A fresh product in memory, when the options let the memory cache answer. `url`
+    /// has no fragment. (The path of every memory hit: no key built beyond the name.)
+    private func memoryHit(_ url: URL, _ product: ImageProduct, _ options: LoadOptions) -> LoadedImage? {
+        guard options.cachePolicy == .useCache, options.headers.isEmpty,
+            let hit = context.freshInMemory(CacheKey.storageName(url: url, product: product))
+        else { return nil }
         context.metrics.memoryHit()
-        return LoadedImage(image: entry.image, source: .memory, url: key.url, encoded: entry.encoded)
+        return LoadedImage(image: hit.image, source: .memory, url: url, encoded: hit.encoded)
     }
 
     private func stream(_ url: URL, product: ImageProduct, options: LoadOptions) -> AsyncStream<ImageLoadEvent> {
-        let key = productKey(url, product, options)
-        if let hit = memoryHit(key) {
+        if let hit = memoryHit(url.droppingFragment, product, options) {
             return AsyncStream { continuation in
                 continuation.yield(.cached(hit))
                 continuation.finish()
             }
         }
+        let key = productKey(url, product, options)
         let (pipeline, work) = (self.pipeline, self.work(key, options))
         return AsyncStream { continuation in
             // Attached and detached synchronously, under the pipeline's lock: the
@@ -181,15 +186,15 @@ public final class ImageLoader: Sendable {
     private func first(_ url: URL, product: ImageProduct, options: LoadOptions) async throws(ImageLoadingError)
         -> LoadedImage
     {
-        let key = productKey(url, product, options)
-        if let hit = memoryHit(key) { return hit }
+        let url = url.droppingFragment
+        if let hit = memoryHit(url, product, options) { return hit }
         var failure: ImageLoadingError?
         for await event in stream(url, product: product, options: options) {
             if let image = event.image, image.isUsable { return image }
             if case .failed(let error) = event { failure = error }
         }
-        if Task.isCancelled { throw ImageLoadingError(.cancelled, url: key.url.absoluteString) }
-        throw failure ?? ImageLoadingError(.cancelled, url: key.url.absoluteString)
+        if Task.isCancelled { throw ImageLoadingError(.cancelled, url: url.absoluteString) }
+        throw failure ?? ImageLoadingError(.cancelled, url: url.absoluteString)
     }
 
     /// The image in the memory cache for `url`, if there is one, without waiting:
@@ -214,7 +219,7 @@ public final class ImageLoader: Sendable {
         let options = LoadOptions(priority: .veryLow)
         for url in urls {
             let key = productKey(url, product, options)
-            if context.freshInMemory(key.cache) != nil { continue }
+            if context.freshInMemory(key.cache.storageName) != nil { continue }
             pipeline.prefetch(key: key, work: work(key, options))
         }
     }

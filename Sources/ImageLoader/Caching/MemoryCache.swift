@@ -114,6 +114,21 @@ public final class MemoryCache: Sendable {
         }
     }
 
+    /// The image (and encoded bytes) for `key` when it is held, within its time to
+    /// live and fresh at `now`: the hit path, which copies out only what it returns.
+    func freshHit(for key: String, at now: Date) -> (image: RasterImage, encoded: EncodedImage?)? {
+        state.withLock { state -> (RasterImage, EncodedImage?)? in
+            guard let node = state.entries[key] else { return nil }
+            if let ttl = state.configuration.timeToLive, now.timeIntervalSince(node.entry.added) > ttl {
+                MemoryCache.unlink(node, &state)
+                return nil
+            }
+            guard node.entry.freshUntil > now else { return nil }
+            MemoryCache.moveToFront(node, &state)
+            return (node.entry.image, node.entry.encoded)
+        }
+    }
+
     /// Adds (or replaces) an image. Returns `false` when it is larger than one entry may be.
     @discardableResult
     func insert(

@@ -20,16 +20,23 @@ struct PipelineContext: Sendable {
     /// One decode per download and plan, shared by the products made from it.
     let decodes = SharedStage<DecodeKey, ReducedImage>()
     var logger: Logger { configuration.logger }
-    var now: Date { configuration.clock() }
+    /// The configuration's clock, kept apart: a hit reads it, and reading it through
+    /// the configuration would copy the configuration.
+    let clock: @Sendable () -> Date
+    var now: Date { clock() }
 
     /// The request headers every request carries (and Vary compares).
     let requestHeaders: [HeaderField]
+    /// The cores one worker's resize may use: its share of the machine. (Worked out
+    /// once: `activeProcessorCount` reads the cgroup's files on every call.)
+    let resizeCores: Int
 
     init(
         configuration: ImageLoader.Configuration, diskCache: DiskCache?, memoryCache: MemoryCache?,
         dataLoader: any DataLoading, workers: WorkerPool
     ) {
         self.configuration = configuration
+        clock = configuration.clock
         policy = configuration.cachePolicy
         self.diskCache = diskCache
         self.memoryCache = memoryCache
@@ -45,12 +52,13 @@ struct PipelineContext: Sendable {
             headers.append(HeaderField("Accept", types))
         }
         requestHeaders = headers
+        resizeCores = max(1, ProcessInfo.processInfo.activeProcessorCount / max(1, configuration.decodingThreads))
     }
 
     /// Runs blocking work on the workers, mapping a stopped pool to `.shutDown`. A
     /// resize inside spreads over this worker's share of the cores only.
     func blocking<T: Sendable>(_ url: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
-        let share = max(1, ProcessInfo.processInfo.activeProcessorCount / max(1, configuration.decodingThreads))
+        let share = resizeCores
         do {
             return try await workers.run { try ResizeParallelism.withCores(share, body) }
         } catch let error as ImageLoadingError {
@@ -131,11 +139,10 @@ struct PipelineContext: Sendable {
             image, encoded: encoded, response: response, freshUntil: freshUntil(response), for: key.storageName)
     }
 
-    /// A fresh entry in memory: the fast path, one lock and a comparison.
-    func freshInMemory(_ key: CacheKey) -> MemoryCache.Entry? {
-        let now = self.now
-        guard let entry = memoryCache?.entry(for: key.storageName, at: now), entry.freshUntil > now else { return nil }
-        return entry
+    /// A fresh image in memory under `name` (``CacheKey/storageName``): the fast path,
+    /// one lock and a comparison.
+    func freshInMemory(_ name: String) -> (image: RasterImage, encoded: EncodedImage?)? {
+        memoryCache?.freshHit(for: name, at: now)
     }
 
     func logMiss(_ key: String, _ message: String) {

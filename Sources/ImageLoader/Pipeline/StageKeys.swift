@@ -41,16 +41,19 @@ struct CacheKey: Sendable, Hashable {
     init(url: URL, product: ImageProduct) {
         self.url = url
         self.product = product
-        guard case .thumbnail(let options) = product else {
-            storageName = url.absoluteString
-            return
-        }
+        storageName = CacheKey.storageName(url: url, product: product)
+    }
+
+    /// The storage name alone (the memory-hit path needs nothing else). A thumbnail's
+    /// options name it without their limits, which the loader sets.
+    static func storageName(url: URL, product: ImageProduct) -> String {
+        guard case .thumbnail(let options) = product else { return url.absoluteString }
         var name = url.absoluteString
         name.reserveCapacity(name.utf8.count + 96)
         name += "#thumbnail("
         name += options.cacheKey
         name += ")"
-        storageName = name
+        return name
     }
 
     static func == (a: CacheKey, b: CacheKey) -> Bool { a.storageName == b.storageName }
