@@ -37,8 +37,11 @@ public struct LoadedImage: Sendable {
         case needsRevalidation
     }
 
+    /// The decoded image (a thumbnail for thumbnail loads).
     public let image: RasterImage
+    /// Where it came from.
     public let source: Source
+    /// The URL it was loaded from, without its fragment.
     public let url: URL
     /// Whether the image may be used as it is (see ``Freshness``).
     public let freshness: Freshness
@@ -54,6 +57,7 @@ public struct LoadedImage: Sendable {
     /// (fresh, or stale within stale-while-revalidate or stale-if-error).
     public var isUsable: Bool { freshness != .needsRevalidation }
 
+    /// An image and where it came from (for custom code that makes events of its own).
     public init(
         image: RasterImage, source: Source, url: URL, freshness: Freshness = .fresh, encoded: EncodedImage? = nil
     ) {
@@ -115,6 +119,7 @@ public enum ImageLoadEvent: Sendable {
 
 /// How one load uses the caches.
 public struct LoadOptions: Sendable, Hashable {
+    /// How the caches answer a load.
     public enum CachePolicy: String, Sendable, Hashable, Codable {
         /// Follow the stored responses' HTTP caching rules.
         case useCache
@@ -125,6 +130,7 @@ public struct LoadOptions: Sendable, Hashable {
         case reload
     }
 
+    /// How the caches answer. Default: their HTTP rules.
     public var cachePolicy: CachePolicy = .useCache
     /// How urgent the load is; a shared load runs at the highest priority of its callers.
     public var priority: LoadPriority = .normal
@@ -140,6 +146,7 @@ public struct LoadOptions: Sendable, Hashable {
     /// beyond the loader's own timeouts.
     public var deadline: ContinuousClock.Instant?
 
+    /// Options for one load; every argument has its default.
     public init(
         cachePolicy: CachePolicy = .useCache, priority: LoadPriority = .normal, finishesWhenCancelled: Bool = false,
         headers: [HeaderField] = [], deadline: ContinuousClock.Instant? = nil

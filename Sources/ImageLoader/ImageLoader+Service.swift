@@ -11,6 +11,8 @@ import ServiceLifecycle
 /// try await group.run()
 /// ```
 extension ImageLoader: Service {
+    /// Serves until the service group shuts down gracefully (or the task is cancelled),
+    /// then calls ``shutdown()``.
     public func run() async throws {
         // Returns at graceful shutdown; throws CancellationError when the task is cancelled.
         try? await gracefulShutdown()

@@ -24,6 +24,7 @@ import RasterImage
 /// try await loader.shutdown()
 /// ```
 public final class ImageLoader: Sendable {
+    /// What the loader was built from.
     public let configuration: Configuration
     /// The disk cache, for clean-up and statistics; `nil` when the configuration has none.
     public let diskCache: DiskCache?

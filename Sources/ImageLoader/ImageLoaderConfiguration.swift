@@ -23,6 +23,7 @@ extension ImageLoader {
         public var diskCacheMaxBytes = 512 << 20
         /// Keep decoded images in memory.
         public var cacheImagesInMemory = true
+        /// The memory cache's limits (bytes, count, time to live, largest entry).
         public var memoryCache = MemoryCache.Configuration()
 
         // MARK: HTTP caching rules
@@ -65,8 +66,9 @@ extension ImageLoader {
 
         // MARK: Decoding
 
-        /// Decodes downloaded bytes; any ``ImageDecoding``.
+        /// Decodes downloaded bytes; any `ImageDecoding` (RasterImage).
         public var decoder: any ImageDecoding = ImageDecoder()
+        /// The limits and frame selection every decode uses, thumbnails included.
         public var decodingOptions = DecodingOptions()
         /// Decodes (and resamples) at once, each on a thread of the loader's own pool.
         /// Default: the number of cores.
@@ -89,6 +91,7 @@ extension ImageLoader {
         /// The clock for cache ages and error windows (tests substitute their own).
         public var clock: @Sendable () -> Date = { Date() }
 
+        /// The defaults: a disk cache in ``DiskCache/defaultDirectory()``, a memory cache, AsyncHTTPClient.
         public init() {}
 
         var cachePolicy: HTTPCachePolicy {

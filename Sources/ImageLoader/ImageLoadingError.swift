@@ -10,6 +10,7 @@ import RasterImage
 /// }
 /// ```
 public struct ImageLoadingError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Why the load failed.
     public enum Reason: Sendable, Hashable {
         /// The origin answered with an error status (4xx or 5xx, or one the loader cannot use).
         case httpStatus(Int)
@@ -40,9 +41,12 @@ public struct ImageLoadingError: Error, Sendable, Hashable, CustomStringConverti
         case shutDown
     }
 
+    /// Why the load failed.
     public let reason: Reason
+    /// The URL that failed (without its fragment), as text.
     public let url: String
 
+    /// An error for `url` (a custom ``DataLoading`` throws these).
     public init(_ reason: Reason, url: String) {
         self.reason = reason
         self.url = url
@@ -57,6 +61,7 @@ public struct ImageLoadingError: Error, Sendable, Hashable, CustomStringConverti
         }
     }
 
+    /// The URL and the reason, in words.
     public var description: String {
         let text: String
         switch reason {

@@ -22,6 +22,7 @@ public struct LoaderStatistics: Sendable, Hashable {
     public var bytesReceived = 0
     /// Images decoded, and the time spent decoding them.
     public var decodes = 0
+    /// The time spent in those decodes.
     public var decodeTime: Duration = .zero
     /// Thumbnails resampled (not found in a cache).
     public var thumbnailsMade = 0

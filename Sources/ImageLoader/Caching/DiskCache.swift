@@ -26,16 +26,23 @@ public final class DiskCache: Sendable {
         case created
     }
 
+    /// A day in seconds, for ``removeEntries(olderThan:by:)``.
     public static let oneDay: TimeInterval = 86_400
+    /// A week in seconds, for ``removeEntries(olderThan:by:)``.
     public static let oneWeek: TimeInterval = 7 * 86_400
 
     /// How full the cache is.
     public struct Statistics: Sendable, Hashable, CustomStringConvertible {
+        /// Stored responses.
         public let entries: Int
+        /// Remembered failures.
         public let failures: Int
+        /// Bytes on disk, both kinds of files.
         public let bytes: Int
+        /// The size limit.
         public let maxBytes: Int
 
+        /// One line: entries, failures, bytes and the limit.
         public var description: String {
             "\(entries) entries, \(failures) remembered failures, \(bytes) of \(maxBytes) bytes"
         }
@@ -292,6 +299,7 @@ public final class DiskCache: Sendable {
         flush()
     }
 
+    /// What the cache holds now.
     public var statistics: Statistics {
         state.withLock { state in
             let failures = state.index.keys.filter { $0.hasSuffix(FileKind.failure.suffix) }.count
@@ -445,7 +453,9 @@ public final class DiskCache: Sendable {
 
 /// A file-system failure of the disk cache.
 public struct DiskCacheError: Error, Sendable, CustomStringConvertible {
+    /// The file or folder that failed.
     public let path: String
+    /// The `errno` value.
     public let code: Int32
 
     init(path: String, errno code: Int32) {
@@ -453,6 +463,7 @@ public struct DiskCacheError: Error, Sendable, CustomStringConvertible {
         self.code = code
     }
 
+    /// The path and the C library's text for the error.
     public var description: String { "\(path): \(FileSystem.describe(errno: code))" }
 }
 

@@ -2,7 +2,7 @@ import Foundation
 import RasterImage
 
 /// Decoded images in memory, least recently used first out, sized by their decoded
-/// bytes (``RasterImage/cost``) plus, for thumbnails, their encoded bytes. Safe from any thread; ``peek(_:)`` answers
+/// bytes (`RasterImage.cost`) plus, for thumbnails, their encoded bytes. Safe from any thread; ``peek(_:)`` answers
 /// synchronously, for code that cannot await.
 ///
 /// ```swift
@@ -12,6 +12,7 @@ import RasterImage
 /// let cache = MemoryCache(configuration: configuration)
 /// ```
 public final class MemoryCache: Sendable {
+    /// The cache's limits.
     public struct Configuration: Sendable, Hashable {
         /// Most decoded bytes held. Default: ``MemoryCache/defaultMaxBytes``.
         public var maxBytes: Int = MemoryCache.defaultMaxBytes
@@ -23,6 +24,7 @@ public final class MemoryCache: Sendable {
         /// huge image cannot push out everything else.
         public var maxEntryFraction: Double = 0.25
 
+        /// The defaults: ``MemoryCache/defaultMaxBytes``, no count limit, no time to live.
         public init() {}
     }
 
@@ -76,11 +78,13 @@ public final class MemoryCache: Sendable {
     private let state: Lock<State>
     private let clock: @Sendable () -> Date
 
+    /// An empty cache with `configuration`'s limits; `clock` reads the time to live's time.
     public init(configuration: Configuration = Configuration(), clock: @escaping @Sendable () -> Date = { Date() }) {
         state = Lock(State(configuration: configuration))
         self.clock = clock
     }
 
+    /// The limits in force.
     public var configuration: Configuration {
         state.withLock { $0.configuration }
     }

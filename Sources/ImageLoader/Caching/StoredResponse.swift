@@ -2,9 +2,12 @@ import Foundation
 
 /// One header field as received.
 public struct HeaderField: Codable, Sendable, Hashable {
+    /// The field's name, as received.
     public var name: String
+    /// The field's value.
     public var value: String
 
+    /// A field named `name` with `value`.
     public init(_ name: String, _ value: String) {
         self.name = name
         self.value = value
@@ -36,6 +39,7 @@ extension Array where Element == HeaderField {
 public struct StoredResponse: Codable, Sendable, Hashable {
     /// The cache key: the URL as requested, with its query.
     public var url: String
+    /// The HTTP status code.
     public var status: Int
     /// Every end-to-end header field of the response, in order.
     public var headers: [HeaderField]
@@ -46,6 +50,7 @@ public struct StoredResponse: Codable, Sendable, Hashable {
     /// When that response arrived.
     public var responseTime: Date
 
+    /// A stored response as the disk cache keeps it.
     public init(
         url: String, status: Int, headers: [HeaderField], varyingRequestHeaders: [String: String] = [:],
         requestTime: Date, responseTime: Date

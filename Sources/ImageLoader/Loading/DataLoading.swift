@@ -2,9 +2,12 @@ import Foundation
 
 /// One HTTP GET as the loader makes it.
 public struct DataRequest: Sendable, Hashable {
+    /// The URL to get.
     public var url: URL
+    /// The request's header fields, in order.
     public var headers: [HeaderField]
 
+    /// A GET of `url` with `headers`.
     public init(url: URL, headers: [HeaderField] = []) {
         self.url = url
         self.headers = headers
@@ -15,13 +18,18 @@ public struct DataRequest: Sendable, Hashable {
 public struct DataResponse: Sendable, Hashable {
     /// Where the response came from, after redirects.
     public var url: URL
+    /// The HTTP status code.
     public var status: Int
+    /// The response's header fields, in order.
     public var headers: [HeaderField]
+    /// The body's bytes.
     public var body: [UInt8]
     /// When the request was sent and when the response arrived.
     public var requestTime: Date
+    /// When the response arrived.
     public var responseTime: Date
 
+    /// A response, with the times the cache's age calculation needs.
     public init(url: URL, status: Int, headers: [HeaderField], body: [UInt8], requestTime: Date, responseTime: Date) {
         self.url = url
         self.status = status
@@ -31,6 +39,7 @@ public struct DataResponse: Sendable, Hashable {
         self.responseTime = responseTime
     }
 
+    /// The first value of the header field `name`, any case.
     public func value(_ name: String) -> String? {
         headers.first(named: name)
     }

@@ -11,15 +11,25 @@ import RasterImage
 /// timeout, a read (idle) timeout, a total deadline over the whole redirect chain and
 /// every body byte, and caps on the header fields and on the body, checked as they arrive.
 public final class HTTPDataLoader: DataLoading {
+    /// The HTTP client's settings: timeouts, caps, redirects, credentials, TLS.
+    ///
+    /// ```swift
+    /// var http = HTTPDataLoader.Configuration()
+    /// http.connectTimeout = .milliseconds(500)
+    /// http.maxResponseBytes = 20 << 20
+    /// ```
     public struct Configuration: Sendable {
+        /// The longest wait for a connection (sub-second values work).
         public var connectTimeout: Duration = .seconds(10)
         /// The longest wait for the next bytes of a response (sub-second values work).
         public var readTimeout: Duration = .seconds(30)
         /// From the first byte sent to the last body byte received, redirects included.
         public var timeout: Duration = .seconds(60)
+        /// The largest body accepted; a larger one fails with `.responseTooLarge`, checked as it arrives.
         public var maxResponseBytes = 50 << 20
         /// The most bytes of header fields (names and values) a response may have.
         public var maxHeaderBytes = 64 << 10
+        /// The most redirects followed before `.tooManyRedirects`.
         public var maxRedirects = 5
         /// Request header fields sent only to the origin of the URL asked for, dropped
         /// when a redirect leads to another origin (lowercased names).
@@ -28,8 +38,10 @@ public final class HTTPDataLoader: DataLoading {
         public var credentials: (user: String, password: String)?
         /// Accept any TLS certificate. Off by default; for tests and closed networks only.
         public var trustAnySSLCertificate = false
+        /// The clock for the request and response times (tests substitute their own).
         public var clock: @Sendable () -> Date = { Date() }
 
+        /// The defaults.
         public init() {}
     }
 

@@ -7,6 +7,7 @@ public enum ContentTypeError: Error, Sendable, Hashable, CustomStringConvertible
     /// The declared type names another format than the bytes are in.
     case mismatch(declared: String, detected: ImageFormat)
 
+    /// The error in words.
     public var description: String {
         switch self {
         case .unrecognizedFormat: "not a recognised image format"
@@ -38,6 +39,11 @@ public struct AcceptedContentTypes: Sendable, Hashable {
         "image/png", "image/jpg", "image/jpeg", "image/bmp", "image/gif", "image/tiff", "image/webp",
     ])
 
+    /// Accepts `types` (MIME types, any case, parameters ignored).
+    ///
+    /// ```swift
+    /// let accepted = AcceptedContentTypes(["image/png", "image/jpeg"])
+    /// ```
     public init(_ types: some Sequence<String>) {
         self.types = Set(types.map(ImageFormat.normalize(contentType:)))
     }

@@ -1,10 +1,16 @@
 /// The image formats RasterImage decodes, recognised by their bytes.
 public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
+    /// Portable Network Graphics.
     case png
+    /// JPEG (JFIF, EXIF).
     case jpeg
+    /// Graphics Interchange Format, still or animated.
     case gif
+    /// Tagged Image File Format.
     case tiff
+    /// WebP, lossy or lossless, still or animated.
     case webp
+    /// Windows bitmap.
     case bmp
 
     /// The name people write: PNG, JPEG, GIF, TIFF, WebP, BMP.

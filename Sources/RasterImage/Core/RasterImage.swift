@@ -164,6 +164,7 @@ extension RasterImage: CustomStringConvertible {
 }
 
 extension RasterImage.Frame: CustomStringConvertible {
+    /// The frame's size in bytes and its duration.
     public var description: String { "Frame(\(pixels.count) bytes, \(duration))" }
 }
 

@@ -38,6 +38,7 @@ public struct DecodingLimits: Sendable, Hashable {
     /// (a GIF frame may be far larger than its canvas): bounds the work of an animation.
     public var maxTotalPixels: Int = 400_000_000
 
+    /// The default limits (each property says its value).
     public init() {}
 
     /// Throws unless a decoder may hold `bytes` (`nil`: too large to count) of working memory.
@@ -99,6 +100,7 @@ public struct DecodingOptions: Sendable, Hashable {
     /// keeps whole strips. WebP, whose library decodes only whole files, still throws.
     public var allowsTruncatedData = false
 
+    /// Options with `limits`, `frames` and whether truncated data is allowed.
     public init(
         limits: DecodingLimits = DecodingLimits(), frames: FrameSelection = .all, allowsTruncatedData: Bool = false
     ) {

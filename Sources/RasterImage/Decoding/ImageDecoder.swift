@@ -26,6 +26,7 @@ public struct ImageInfo: Sendable, Hashable {
     /// The format's media type, `image/png` and so on.
     public var contentType: String { format.contentType }
 
+    /// A header's facts (a custom ``ImageDecoding`` returns these).
     public init(
         format: ImageFormat, width: Int, height: Int, frameCount: Int = 1, hasAlpha: Bool,
         orientation: Orientation = .up, loopCount: Int = 1, iccProfile: [UInt8]? = nil
@@ -104,6 +105,7 @@ public struct ImageDecoder: ImageDecoding {
     /// Options used by the calls that do not take their own.
     public var options: DecodingOptions
 
+    /// A decoder whose calls without options use `options`.
     public init(options: DecodingOptions = DecodingOptions()) {
         self.options = options
     }

@@ -47,12 +47,14 @@ public struct ImageDecodingError: Error, Sendable, Hashable, CustomStringConvert
         case unreadable
     }
 
+    /// Why the decode failed.
     public let reason: Reason
     /// The format, when the signature was recognised.
     public let format: ImageFormat?
     /// Details: the C library's message, or what exactly was wrong.
     public let message: String?
 
+    /// An error (a custom ``ImageDecoding`` throws these).
     public init(_ reason: Reason, format: ImageFormat? = nil, message: String? = nil) {
         self.reason = reason
         self.format = format

@@ -19,9 +19,11 @@ public struct JPEGEncoder: Sendable, Hashable {
 
     /// 1 (smallest) to 100 (best).
     public var quality: Int
+    /// Write a progressive JPEG (smaller, shown coarse to fine).
     public var progressive: Bool
     /// Optimised Huffman tables: a few percent smaller, a little slower.
     public var optimizeHuffmanTables: Bool
+    /// How colour is subsampled: 4:2:0 (smaller) or 4:4:4 (sharper colour edges).
     public var chromaSubsampling: ChromaSubsampling
     /// Embed the image's ICC profile (APP2) when it has one.
     public var includeICCProfile: Bool
@@ -32,6 +34,8 @@ public struct JPEGEncoder: Sendable, Hashable {
     }
     private var backgroundColor: [UInt8] = [255, 255, 255]
 
+    /// A JPEG encoder: quality 1 to 100, baseline or progressive, optimised Huffman
+    /// tables, chroma subsampling, the ICC profile embedded unless `includeICCProfile` is false.
     public init(
         quality: Int = 85, progressive: Bool = false, optimizeHuffmanTables: Bool = true,
         chromaSubsampling: ChromaSubsampling = .quarter, includeICCProfile: Bool = true

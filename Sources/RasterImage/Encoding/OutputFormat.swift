@@ -27,8 +27,11 @@ extension WebPEncoder: ImageEncoding {
 public enum OutputFormat: Sendable, Hashable {
     /// PNG when the image has transparency, otherwise JPEG at `quality`.
     case automatic(quality: Int = 85)
+    /// PNG with this encoder.
     case png(PNGEncoder)
+    /// JPEG with this encoder.
     case jpeg(JPEGEncoder)
+    /// WebP with this encoder.
     case webp(WebPEncoder)
 
     /// The format a file name's extension names (`jpg`, `jpeg`, `png`, `webp`), or `nil`.
@@ -54,11 +57,16 @@ public enum OutputFormat: Sendable, Hashable {
 
 /// Encoded bytes and what they are.
 public struct EncodedImage: Sendable, Hashable {
+    /// The encoded bytes.
     public let bytes: [UInt8]
+    /// Their format.
     public let format: ImageFormat
+    /// The image's width in pixels.
     public let width: Int
+    /// The image's height in pixels.
     public let height: Int
 
+    /// Bytes already encoded, with what they are.
     public init(bytes: [UInt8], format: ImageFormat, width: Int, height: Int) {
         self.bytes = bytes
         self.format = format

@@ -2,6 +2,7 @@ import CPNG
 
 /// Why an image could not be encoded.
 public struct ImageEncodingError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Why the encode failed.
     public enum Reason: Sendable, Hashable {
         /// A parameter is out of its range (quality, compression level, ...).
         case invalidParameter
@@ -11,10 +12,14 @@ public struct ImageEncodingError: Error, Sendable, Hashable, CustomStringConvert
         case failed
     }
 
+    /// Why the encode failed.
     public let reason: Reason
+    /// The format being written.
     public let format: ImageFormat
+    /// The library's message.
     public let message: String
 
+    /// An error for `format`.
     public init(_ reason: Reason, format: ImageFormat, message: String) {
         self.reason = reason
         self.format = format
@@ -28,6 +33,7 @@ public struct ImageEncodingError: Error, Sendable, Hashable, CustomStringConvert
         }
     }
 
+    /// The format, the reason and the library's message.
     public var description: String {
         "cannot encode \(format.displayName): \(message.replacingNewlines())"
     }
@@ -46,6 +52,8 @@ public struct PNGEncoder: Sendable, Hashable {
     /// Embed the image's ICC profile (iCCP) when it has one.
     public var includeICCProfile: Bool
 
+    /// A PNG encoder: zlib level 0 to 9; alpha written only when the image has it unless
+    /// `alwaysIncludeAlpha`; the ICC profile embedded unless `includeICCProfile` is false.
     public init(compressionLevel: Int = 6, alwaysIncludeAlpha: Bool = false, includeICCProfile: Bool = true) {
         self.compressionLevel = compressionLevel
         self.alwaysIncludeAlpha = alwaysIncludeAlpha

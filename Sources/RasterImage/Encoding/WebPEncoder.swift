@@ -9,12 +9,15 @@ import CWebP
 public struct WebPEncoder: Sendable, Hashable {
     /// Lossy: 0 (smallest) to 100 (best). Lossless: effort, 0 (fast) to 100 (smallest).
     public var quality: Int
+    /// Write lossless WebP (`quality` then sets the effort).
     public var lossless: Bool
     /// Speed against size, 0 (fastest) to 6 (smallest).
     public var method: Int
     /// Embed the image's ICC profile (ICCP chunk) when it has one.
     public var includeICCProfile: Bool
 
+    /// A WebP encoder: quality 0 to 100, lossy or lossless, `method` 0 (fast) to 6
+    /// (small), the ICC profile embedded unless `includeICCProfile` is false.
     public init(quality: Int = 80, lossless: Bool = false, method: Int = 4, includeICCProfile: Bool = true) {
         self.quality = quality
         self.lossless = lossless

@@ -10,8 +10,9 @@
 public struct ReducedImage: Sendable {
     /// The decoded pixels, at full size or reduced.
     public let image: RasterImage
-    /// The size of the original image, before any reduction.
+    /// The original image's width, before any reduction.
     public let originalWidth: Int
+    /// The original image's height, before any reduction.
     public let originalHeight: Int
 
     /// An image decoded at full size.

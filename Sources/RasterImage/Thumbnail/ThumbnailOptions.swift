@@ -27,12 +27,15 @@ public struct ThumbnailOptions: Sendable, Hashable {
 
     /// The box, in pixels, once the image is upright.
     public var width: Int
+    /// The box's height in pixels, 1 to ``maxSide``.
     public var height: Int
+    /// How the image meets the box: inside it, or filling it and cropped.
     public var fit: Fit
     /// Whether an image smaller than the box is enlarged. Default: no.
     public var allowsUpscaling = false
     /// The filter for the final reduction. Default: Lanczos-3.
     public var kernel: ResamplingKernel = .lanczos3
+    /// How far a decoder may shrink while loading (JPEG DCT scaling, WebP).
     public var shrinkOnLoad: ShrinkOnLoad = .quality
     /// Filter in linear light instead of the encoded sRGB values: truer for fine
     /// detail and saturated edges, a little slower.
