@@ -31,7 +31,7 @@ public struct ImageLoadingError: Error, Sendable, Hashable, CustomStringConverti
         /// The bytes are not a decodable image.
         case decoding(ImageDecodingError)
         /// The URL failed before, often enough and recently enough that the loader did
-        /// not ask again (the seeds' error caching).
+        /// not ask again (error caching: ``ImageLoader/Configuration/maxAttemptsForErrors``).
         case rememberedFailure(status: Int?, attempts: Int)
         /// Not an http, https or file URL.
         case unsupportedURL

@@ -467,7 +467,7 @@ public struct DiskCacheError: Error, Sendable, CustomStringConvertible {
     public var description: String { "\(path): \(FileSystem.describe(errno: code))" }
 }
 
-/// A failure the loader remembers for a URL (the seeds' error caching).
+/// A failure the loader remembers for a URL (error caching).
 struct FailureRecord: Codable, Sendable, Equatable {
     var url: String
     /// The HTTP status, or `nil` for a failure without a response.

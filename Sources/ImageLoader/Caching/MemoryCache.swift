@@ -89,8 +89,7 @@ public final class MemoryCache: Sendable {
         state.withLock { $0.configuration }
     }
 
-    /// Changes the byte limit, evicting at once if the cache is over it (the seeds'
-    /// `setMemoryCacheMaxBytes`).
+    /// Changes the byte limit, evicting at once if the cache is over it.
     public func setMaxBytes(_ maxBytes: Int) {
         state.withLock { state in
             state.configuration.maxBytes = max(0, maxBytes)

@@ -3,7 +3,7 @@ import Logging
 import RasterImage
 
 /// One product's load: memory, then disk, then the origin, following RFC 9111 for a
-/// private cache, and remembering failures as the seeds do. The request goes through
+/// private cache, and remembering failures. The request goes through
 /// the download stage and the decode through the decode stage, shared with the other
 /// products of the same URL in flight.
 struct LoadOperation: Sendable {

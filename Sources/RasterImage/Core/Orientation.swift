@@ -1,7 +1,7 @@
 /// How stored pixels must be transformed to display upright: the EXIF/TIFF
 /// Orientation tag, values 1 to 8.
 ///
-/// The cases carry `UIImage.Orientation`'s names for the eight tag values: ``right``
+/// The cases name the eight tag values by where the top of the image is: ``right``
 /// (value 6, what a phone held upright writes) must be turned 90° clockwise to be
 /// shown upright; ``up`` (1) needs nothing.
 public enum Orientation: Int, Sendable, Hashable, CaseIterable, Codable {

@@ -1,7 +1,7 @@
 /// A decoded image: 8-bit RGBA pixels, one buffer a frame, and what the file said
 /// about how to show them.
 ///
-/// `RasterImage` is the platform-neutral stand-in for `UIImage`/`NSImage`. It is an
+/// `RasterImage` is platform-neutral: no UI framework needed. It is an
 /// immutable value whose pixel buffers are copy-on-write arrays, so passing it between
 /// tasks or storing it in a cache never copies pixels.
 ///

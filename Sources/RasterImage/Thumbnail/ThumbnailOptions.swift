@@ -19,7 +19,7 @@ public struct ThumbnailOptions: Sendable, Hashable {
     /// How much of the reduction the decoder does itself (JPEG's DCT scaling, WebP's
     /// scaled decode).
     public enum ShrinkOnLoad: String, Sendable, Hashable, Codable {
-        /// As much as leaves at least 2x for the kernel, as libvips does: fast and sharp.
+        /// As much as leaves at least 2x for the kernel: fast and sharp.
         case quality
         /// As much as the decoder can without going below the target: fastest, a little softer.
         case fastest
