@@ -106,19 +106,21 @@ struct PipelineTests {
     ) async throws -> [String] {
         var result: [String] = []
         try await withOrigin { origin, harness in
-            origin.serve("/block.png", .init(headers: [Self.png], body: TestImages.png, delay: 0.6))
+            origin.serve("/block.png", .init(headers: [Self.png], body: TestImages.png, delay: 1.5))
             for (path, _) in priorities { origin.serve(path, .init(headers: [Self.png], body: TestImages.png)) }
             let loader = try harness.loader {
                 $0.concurrentLoads = 1
                 $0.queueOrder = order
             }
             let blocker = Task { try await loader.image(for: origin.url("/block.png")) }
-            try await Task.sleep(for: .milliseconds(100))
+            // The slot is held once the origin has the request; each load is queued once
+            // its download has started waiting for a slot.
+            try await waitUntil("the blocking request") { origin.count("/block.png") == 1 }
             var waiting: [Task<LoadedImage, any Error>] = []
-            for (path, priority) in priorities {
+            for (index, (path, priority)) in priorities.enumerated() {
                 waiting.append(
                     Task { try await loader.image(for: origin.url(path), options: LoadOptions(priority: priority)) })
-                try await Task.sleep(for: .milliseconds(30))
+                try await waitUntil("\(path) queued") { loader.context.downloads.counts.started == index + 2 }
             }
             if let (path, priority) = raise { loader.setPriority(priority, for: origin.url(path)) }
             _ = try await blocker.value

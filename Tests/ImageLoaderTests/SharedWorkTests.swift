@@ -33,7 +33,7 @@ struct SharedWorkTests {
         try await withOrigin { origin, harness in
             origin.serve(
                 "/p.jpg",
-                .init(headers: [Self.jpegType, ("Cache-Control", "max-age=100")], body: Self.photo, delay: 0.5))
+                .init(headers: [Self.jpegType, ("Cache-Control", "max-age=100")], body: Self.photo, delay: 1.5))
             let loader = try harness.loader()
             let url = origin.url("/p.jpg")
             async let original = loader.image(for: url)
@@ -65,7 +65,7 @@ struct SharedWorkTests {
         try await withOrigin { origin, harness in
             origin.serve(
                 "/t.jpg",
-                .init(headers: [Self.jpegType, ("Cache-Control", "max-age=100")], body: Self.photo, delay: 0.5))
+                .init(headers: [Self.jpegType, ("Cache-Control", "max-age=100")], body: Self.photo, delay: 1.5))
             let loader = try harness.loader()
             let url = origin.url("/t.jpg")
             async let big = loader.thumbnail(for: url, options: large)
@@ -120,16 +120,16 @@ struct SharedWorkTests {
         try await withOrigin { origin, harness in
             for path in ["/x.jpg", "/y.jpg"] { origin.serve(path, .init(headers: [Self.jpegType], body: Self.photo)) }
             origin.serve(
-                "/block.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png, delay: 0.5))
+                "/block.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png, delay: 2))
             let loader = try harness.loader { $0.concurrentLoads = 1 }
             let block = Task { try await loader.image(for: origin.url("/block.png")) }
-            try await Task.sleep(for: .milliseconds(100))
+            try await waitUntil("the blocking request") { origin.count("/block.png") == 1 }
             let x = Task {
                 try await loader.thumbnail(
                     for: origin.url("/x.jpg"), options: large, loadOptions: LoadOptions(priority: .low))
             }
             let y = Task { try await loader.image(for: origin.url("/y.jpg"), options: LoadOptions(priority: .normal)) }
-            try await Task.sleep(for: .milliseconds(100))
+            try await waitUntil("both queued") { loader.context.downloads.counts.started == 3 }
             loader.setPriority(.veryHigh, for: origin.url("/x.jpg"), product: .thumbnail(large))
             _ = try await (block.value, x.value, y.value)
             let order = origin.arrivalOrder
@@ -303,7 +303,7 @@ struct SharedWorkTests {
                 "/d.jpg",
                 .init(
                     headers: [Self.jpegType, ("Cache-Control", "max-age=100"), ("ETag", "\"d\"")], body: Self.photo,
-                    delay: 0.4))
+                    delay: 1.5))
             let loader = try harness.loader()
             let url = origin.url("/d.jpg")
             async let data = loader.data(for: url)
@@ -361,7 +361,7 @@ struct SharedWorkTests {
             let group = ServiceGroup(services: [loader], logger: Logger(label: "test"))
             let running = Task { try await group.run() }
             let load = Task { try await loader.image(for: origin.url("/s.png")) }
-            try await Task.sleep(for: .milliseconds(100))
+            try await waitUntil("the request in flight") { origin.count("/s.png") == 1 }
             await group.triggerGracefulShutdown()
             try await running.value
             #expect(try await load.value.image.width == 48)

@@ -1,9 +1,3 @@
-import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// What a header says about an image, read without decoding its pixels.
 public struct ImageInfo: Sendable, Hashable {
     /// The format, from the bytes' signature.
@@ -241,59 +235,5 @@ enum PixelBuffer {
             try fill(buffer.baseAddress!)
             initialized = count
         }
-    }
-}
-
-/// Faults in the pages of a large, fresh output buffer on another thread while the
-/// decoder fills it from the top. The kernel zeroing tens of megabytes of new pages
-/// costs as much as a third of a JPEG decode; done alongside, it leaves the critical
-/// path (measured: 1.57x to 1.11x of djpeg's time for a 6000x4000 JPEG).
-/// `MADV_POPULATE_WRITE` (Linux 5.14) maps pages without touching their contents, so
-/// rows the decoder has already written stay as they are; on older kernels the call
-/// fails and nothing happens. When every core already has a large decode, the helper
-/// would only compete with them, so it is skipped.
-final class PageFaulter {
-    private let range: UnsafeMutableRawBufferPointer
-    private var thread = pthread_t()
-
-    /// Buffers smaller than this come from the heap, mostly already mapped.
-    static let minimumBytes = 8 << 20
-    private static let running = Atomic<Int>(0)
-
-    private init(range: UnsafeMutableRawBufferPointer) {
-        self.range = range
-    }
-
-    static func start(_ buffer: UnsafeMutableRawBufferPointer) -> PageFaulter? {
-        let page = 4096
-        guard buffer.count >= minimumBytes, let base = buffer.baseAddress else { return nil }
-        let start = (Int(bitPattern: base) + page - 1) & ~(page - 1)
-        let end = (Int(bitPattern: base) + buffer.count) & ~(page - 1)
-        guard end > start, let aligned = UnsafeMutableRawPointer(bitPattern: start) else { return nil }
-        guard running.add(1, ordering: .relaxed).newValue <= ProcessorCount.online else {
-            running.subtract(1, ordering: .relaxed)
-            return nil
-        }
-        let faulter = PageFaulter(range: UnsafeMutableRawBufferPointer(start: aligned, count: end - start))
-        let context = Unmanaged.passRetained(faulter).toOpaque()
-        let status = pthread_create(
-            &faulter.thread, nil,
-            { context in
-                let faulter = Unmanaged<PageFaulter>.fromOpaque(context!).takeRetainedValue()
-                _ = madvise(faulter.range.baseAddress, faulter.range.count, 23 /* MADV_POPULATE_WRITE */)
-                return nil
-            }, context)
-        guard status == 0 else {
-            Unmanaged<PageFaulter>.fromOpaque(context).release()
-            running.subtract(1, ordering: .relaxed)
-            return nil
-        }
-        return faulter
-    }
-
-    /// Waits for the thread, so it never outlives the buffer.
-    func finish() {
-        pthread_join(thread, nil)
-        PageFaulter.running.subtract(1, ordering: .relaxed)
     }
 }

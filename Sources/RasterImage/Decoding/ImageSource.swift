@@ -3,13 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Where encoded image bytes come from: memory, or a file read as the decoder needs it.
 ///
@@ -148,20 +141,9 @@ final class ByteReader {
     }
 
     init(path: String) throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ByteReader.fileError(path: path, errno: errno) }
-        var status = stat()
-        guard fstat(fd, &status) == 0 else {
-            let code = errno
-            closeDescriptor(fd)
-            throw ByteReader.fileError(path: path, errno: code)
-        }
-        guard (status.st_mode & S_IFMT) == S_IFREG else {
-            closeDescriptor(fd)
-            throw ImageDecodingError(.unreadable, message: "\(path): not a regular file")
-        }
+        let (fd, size) = try Platform.openRegularFile(path)
         self.descriptor = fd
-        self.size = Int(status.st_size)
+        self.size = size
         self.memory = nil
         self.buffer = .allocate(byteCount: ByteReader.bufferCapacity, alignment: 16)
     }
@@ -170,15 +152,11 @@ final class ByteReader {
 
     func close() {
         if descriptor >= 0 {
-            closeDescriptor(descriptor)
+            Platform.closeDescriptor(descriptor)
             descriptor = -1
         }
         buffer?.deallocate()
         buffer = nil
-    }
-
-    static func fileError(path: String, errno code: Int32) -> ImageDecodingError {
-        ImageDecodingError(.unreadable, message: "\(path): \(String(cString: strerror(code)))")
     }
 
     func checkSize(limits: DecodingLimits) throws {
@@ -270,24 +248,14 @@ final class ByteReader {
         defer { whole.deallocate() }
         let got = readFile(at: 0, into: whole.baseAddress!, count: size)
         if readError != 0 {
-            throw ImageDecodingError(.unreadable, message: String(cString: strerror(readError)))
+            throw ImageDecodingError(.unreadable, message: Platform.describe(errno: readError))
         }
         return try body(UnsafeRawBufferPointer(rebasing: whole[0..<got]))
     }
 
     private func readFile(at offset: Int, into destination: UnsafeMutableRawPointer, count: Int) -> Int {
-        var done = 0
-        while done < count {
-            let n = pread(descriptor, destination + done, count - done, off_t(offset + done))
-            if n > 0 {
-                done += n
-            } else if n == 0 {
-                break
-            } else if errno != EINTR {
-                readError = errno
-                break
-            }
-        }
+        let (done, error) = Platform.read(descriptor, into: destination, count: count, at: offset)
+        if error != 0 { readError = error }
         return done
     }
 
@@ -297,8 +265,4 @@ final class ByteReader {
     static func from(_ context: UnsafeMutableRawPointer?) -> ByteReader {
         Unmanaged<ByteReader>.fromOpaque(context!).takeUnretainedValue()
     }
-}
-
-private func closeDescriptor(_ descriptor: Int32) {
-    _ = close(descriptor)
 }

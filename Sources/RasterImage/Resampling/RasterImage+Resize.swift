@@ -1,9 +1,5 @@
 import Dispatch
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 extension RasterImage {
     /// This image resized to exactly `width` x `height` (every frame), filtered in
     /// premultiplied alpha: box pre-reduction by whole factors, then `kernel`.
@@ -106,9 +102,4 @@ public enum ResizeParallelism {
     public static func withCores<T>(_ cores: Int, _ body: () throws -> T) rethrows -> T {
         try $limit.withValue(max(1, cores), operation: body)
     }
-}
-
-enum ProcessorCount {
-    /// Cores online, as the C library reports them (a cgroup may give fewer).
-    static let online: Int = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
 }

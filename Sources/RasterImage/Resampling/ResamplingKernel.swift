@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The filter a resize uses for its last step (after any box pre-reduction).
 ///
 /// ```swift
@@ -52,7 +48,7 @@ public enum ResamplingKernel: String, Sendable, Hashable, CaseIterable, Codable 
     private func sinc(_ x: Double) -> Double {
         if x == 0 { return 1 }
         let px = Double.pi * x
-        return sin(px) / px
+        return Platform.sine(px) / px
     }
 }
 

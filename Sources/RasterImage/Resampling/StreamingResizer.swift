@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// How the channels of the rows a resize receives relate to their fourth channel.
 enum RowChannels {
     /// RGBA with straight alpha: premultiplied on the way in, divided out on the way out.
@@ -372,7 +368,7 @@ enum SRGBTransfer {
     /// 8-bit sRGB to linear light, scaled to 0...255.
     static let toLinear255: [Float] = (0..<256).map { value in
         let c = Double(value) / 255
-        let linear = c <= 0.04045 ? c / 12.92 : pow((c + 0.055) / 1.055, 2.4)
+        let linear = c <= 0.04045 ? c / 12.92 : Platform.power((c + 0.055) / 1.055, 2.4)
         return Float(linear * 255)
     }
 
@@ -380,7 +376,7 @@ enum SRGBTransfer {
     @inline(__always)
     static func encode255(_ linear: Float) -> UInt8 {
         let l = Double(linear) / 255
-        let c = l <= 0.0031308 ? l * 12.92 : 1.055 * pow(l, 1 / 2.4) - 0.055
+        let c = l <= 0.0031308 ? l * 12.92 : 1.055 * Platform.power(l, 1 / 2.4) - 0.055
         return UInt8(min(255, max(0, c * 255 + 0.5)))
     }
 }

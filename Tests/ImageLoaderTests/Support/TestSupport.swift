@@ -168,3 +168,17 @@ final class LoaderList: Sendable {
 
     var all: [ImageLoader] { loaders.withLock { $0 } }
 }
+
+/// Waits until `condition` holds, polling every 10 ms; records an issue after 20 s.
+/// For tests that must reach a state (a request in flight, loads queued) before going
+/// on, where a fixed sleep would race a busy machine.
+func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(20)
+    while !condition() {
+        guard ContinuousClock.now < deadline else {
+            Issue.record("waited 20 s for \(what)")
+            return
+        }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
