@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "RasterImage", targets: ["RasterImage"]),
         .library(name: "ImageLoader", targets: ["ImageLoader"]),
+        .library(name: "ImageService", targets: ["ImageService"]),
         .executable(name: "imageloader", targets: ["ImageLoaderCLI"]),
     ],
     dependencies: [
@@ -68,6 +69,15 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The thumbnail service (issue 11, in progress): imgproxy-format URLs and signatures so far.
+        .target(
+            name: "ImageService",
+            dependencies: [
+                "RasterImage",
+                "ImageLoader",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .executableTarget(
             name: "ImageLoaderCLI",
             dependencies: [
@@ -101,6 +111,10 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
+        ),
+        .testTarget(
+            name: "ImageServiceTests",
+            dependencies: ["ImageService"]
         ),
         .testTarget(
             name: "CommandLineTests",
