@@ -1,0 +1,114 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An IP address as the resolver returns it, version 4 or 6.
+public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
+    case v4(UInt8, UInt8, UInt8, UInt8)
+    case v6([UInt8])  // 16 bytes
+
+    /// Parses the standard text forms (`inet_pton`): dotted IPv4, and IPv6 with `::`
+    /// and embedded IPv4. Anything else (a host name, `0x7f.1`, `2130706433`) is `nil`:
+    /// such forms are names to the resolver, and the service checks what it resolves.
+    public init?(_ text: String) {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            let bytes = withUnsafeBytes(of: v4.s_addr) { Array($0) }
+            self = .v4(bytes[0], bytes[1], bytes[2], bytes[3])
+            return
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 {
+            self = .v6(withUnsafeBytes(of: v6) { Array($0) })
+            return
+        }
+        return nil
+    }
+
+    public var description: String {
+        switch self {
+        case .v4(let a, let b, let c, let d): return "\(a).\(b).\(c).\(d)"
+        case .v6(let bytes):
+            var address = in6_addr()
+            withUnsafeMutableBytes(of: &address) { $0.copyBytes(from: bytes.prefix(16)) }
+            var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            guard inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count)) != nil else { return "?" }
+            return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+    }
+
+    /// The IPv4 address an IPv6 one carries, for the forms that reach an IPv4 host:
+    /// IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`, deprecated),
+    /// NAT64 (`64:ff9b::a.b.c.d`) and 6to4 (`2002:aabb:ccdd::`).
+    var embeddedIPv4: IPAddress? {
+        guard case .v6(let b) = self, b.count == 16 else { return nil }
+        let zeros = b[0..<10].allSatisfy { $0 == 0 }
+        if zeros && b[10] == 0xff && b[11] == 0xff { return .v4(b[12], b[13], b[14], b[15]) }
+        if zeros && b[10] == 0 && b[11] == 0 && !(b[12] == 0 && b[13] == 0 && b[14] == 0 && b[15] <= 1) {
+            return .v4(b[12], b[13], b[14], b[15])
+        }
+        if b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && b[4..<12].allSatisfy({ $0 == 0 }) {
+            return .v4(b[12], b[13], b[14], b[15])
+        }
+        if b[0] == 0x20 && b[1] == 0x02 { return .v4(b[2], b[3], b[4], b[5]) }
+        return nil
+    }
+}
+
+/// Which addresses a source may be fetched from. By default only public unicast
+/// addresses: a URL naming (or resolving to, or redirecting to) a loopback, private,
+/// link-local, shared (CGNAT), unique-local, multicast, reserved or unspecified
+/// address is refused, so the service cannot be used to reach the network it runs in
+/// (server-side request forgery).
+///
+/// ```swift
+/// NetworkPolicy.publicOnly.allows(IPAddress("10.0.0.7")!)     // false
+/// NetworkPolicy.publicOnly.allows(IPAddress("93.184.216.34")!) // true
+/// ```
+public struct NetworkPolicy: Sendable, Hashable {
+    /// Also allow private and loopback addresses (`--allow-private-networks`; tests on 127.0.0.1).
+    public var allowsPrivateNetworks: Bool
+
+    public init(allowsPrivateNetworks: Bool = false) {
+        self.allowsPrivateNetworks = allowsPrivateNetworks
+    }
+
+    /// Public addresses only: the default.
+    public static let publicOnly = NetworkPolicy()
+
+    /// Whether a connection to `address` is allowed.
+    public func allows(_ address: IPAddress) -> Bool {
+        allowsPrivateNetworks || NetworkPolicy.isPublic(address)
+    }
+
+    /// Whether `address` is a public unicast address.
+    public static func isPublic(_ address: IPAddress) -> Bool {
+        switch address {
+        case .v4(let a, let b, let c, _):
+            switch a {
+            case 0, 10, 127: return false  // "this network", private, loopback
+            case 100 where (64...127).contains(b): return false  // shared address space (CGNAT)
+            case 169 where b == 254: return false  // link-local
+            case 172 where (16...31).contains(b): return false  // private
+            case 192 where b == 168: return false  // private
+            case 192 where b == 0 && (c == 0 || c == 2): return false  // IETF assignments, TEST-NET-1
+            case 198 where b == 18 || b == 19: return false  // benchmarking
+            case 198 where b == 51 && c == 100, 203 where b == 0 && c == 113: return false  // TEST-NET-2, -3
+            case 224...255: return false  // multicast, reserved, broadcast
+            default: return true
+            }
+        case .v6(let bytes):
+            guard bytes.count == 16 else { return false }
+            if let v4 = address.embeddedIPv4 { return isPublic(v4) }
+            if bytes.allSatisfy({ $0 == 0 }) { return false }  // ::
+            if bytes[0..<15].allSatisfy({ $0 == 0 }) && bytes[15] == 1 { return false }  // ::1
+            if bytes[0] & 0xfe == 0xfc { return false }  // fc00::/7 unique local
+            if bytes[0] == 0xfe && bytes[1] & 0xc0 == 0x80 { return false }  // fe80::/10 link-local
+            if bytes[0] == 0xfe && bytes[1] & 0xc0 == 0xc0 { return false }  // fec0::/10 site-local (deprecated)
+            if bytes[0] == 0xff { return false }  // multicast
+            if bytes[0] == 0x20 && bytes[1] == 0x01 && bytes[2] == 0x0d && bytes[3] == 0xb8 { return false }  // documentation
+            if bytes[0] == 0x01 && bytes[1..<8].allSatisfy({ $0 == 0 }) { return false }  // 100::/64 discard
+            return true
+        }
+    }
+}
