@@ -76,8 +76,11 @@ enum ThumbnailFinisher {
         _ image: RasterImage, geometry: ThumbnailGeometry, options: ThumbnailOptions,
         colorModel: PixelColorModel = .rgba
     ) -> RasterImage {
+        // An image at the scaled size is cropped where the geometry says; one already
+        // cropped is kept whole.
+        let whole = image.width == geometry.scaledWidth && image.height == geometry.scaledHeight
         var result = image.cropped(
-            x: (image.width - geometry.croppedWidth) / 2, y: (image.height - geometry.croppedHeight) / 2,
+            x: whole ? geometry.cropX : 0, y: whole ? geometry.cropY : 0,
             width: geometry.croppedWidth, height: geometry.croppedHeight
         ).straightAlpha()
         if let profile = result.iccProfile {

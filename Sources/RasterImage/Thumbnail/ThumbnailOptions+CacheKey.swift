@@ -11,6 +11,11 @@ extension ThumbnailOptions {
         key.reserveCapacity(80)
         key += "\(width)x\(height),"
         key += fit.rawValue
+        // The centre is left out, so the keys of thumbnails made before gravity stay the same.
+        if gravity != .center && fit == .fill {
+            key += "@"
+            key += gravity.rawValue
+        }
         key += allowsUpscaling ? "+up," : ","
         key += kernel.rawValue
         key += ","

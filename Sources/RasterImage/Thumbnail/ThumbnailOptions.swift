@@ -12,8 +12,30 @@ public struct ThumbnailOptions: Sendable, Hashable {
     public enum Fit: String, Sendable, Hashable, Codable {
         /// The whole image inside the box; one side touches it.
         case fit
-        /// The box covered, the overflow cropped evenly from both sides.
+        /// The box covered, the overflow cropped (where ``ThumbnailOptions/gravity`` says).
         case fill
+        /// Exactly the box, each side scaled on its own: the aspect ratio is not kept.
+        case force
+    }
+
+    /// Which part of the image a `.fill` crop keeps, as the upright image is shown.
+    public enum Gravity: String, Sendable, Hashable, Codable, CaseIterable {
+        case center, north, south, east, west, northEast, northWest, southEast, southWest
+
+        /// The crop's position, in halves of the overflow: 0 (left or top), 1 (middle), 2.
+        var halves: (x: Int, y: Int) {
+            switch self {
+            case .center: (1, 1)
+            case .north: (1, 0)
+            case .south: (1, 2)
+            case .east: (2, 1)
+            case .west: (0, 1)
+            case .northEast: (2, 0)
+            case .northWest: (0, 0)
+            case .southEast: (2, 2)
+            case .southWest: (0, 2)
+            }
+        }
     }
 
     /// How much of the reduction the decoder does itself (JPEG's DCT scaling, WebP's
@@ -31,6 +53,8 @@ public struct ThumbnailOptions: Sendable, Hashable {
     public var height: Int
     /// How the image meets the box: inside it, or filling it and cropped.
     public var fit: Fit
+    /// Which part a `.fill` crop keeps. Default: the centre.
+    public var gravity: Gravity = .center
     /// Whether an image smaller than the box is enlarged. Default: no.
     public var allowsUpscaling = false
     /// The filter for the final reduction. Default: Lanczos-3.
@@ -81,9 +105,9 @@ struct ThumbnailGeometry: Equatable {
     /// The size after cropping (`.fill`); the scaled size for `.fit`.
     let croppedWidth: Int
     let croppedHeight: Int
-    /// Where the crop starts in the scaled image.
-    var cropX: Int { (scaledWidth - croppedWidth) / 2 }
-    var cropY: Int { (scaledHeight - croppedHeight) / 2 }
+    /// Where the crop starts in the scaled image (the gravity, turned to the stored orientation).
+    let cropX: Int
+    let cropY: Int
 
     /// The largest scaled side kept; the scale itself is still exact up to it.
     static let maxScaledSide = 1 << 40
@@ -100,11 +124,16 @@ struct ThumbnailGeometry: Equatable {
         let (shownWidth, shownHeight) = swaps ? (sourceHeight, sourceWidth) : (sourceWidth, sourceHeight)
         let fitX = Double(options.width) / Double(shownWidth)
         let fitY = Double(options.height) / Double(shownHeight)
-        var scale = options.fit == .fit ? min(fitX, fitY) : max(fitX, fitY)
-        if !options.allowsUpscaling { scale = min(scale, 1) }
+        var (scaleX, scaleY): (Double, Double)
+        switch options.fit {
+        case .fit: (scaleX, scaleY) = (min(fitX, fitY), min(fitX, fitY))
+        case .fill: (scaleX, scaleY) = (max(fitX, fitY), max(fitX, fitY))
+        case .force: (scaleX, scaleY) = (fitX, fitY)
+        }
+        if !options.allowsUpscaling { (scaleX, scaleY) = (min(scaleX, 1), min(scaleY, 1)) }
         let sides = 1...ThumbnailGeometry.maxScaledSide
-        let width = Checked.clampedInt((Double(shownWidth) * scale).rounded(), to: sides) ?? 1
-        let height = Checked.clampedInt((Double(shownHeight) * scale).rounded(), to: sides) ?? 1
+        let width = Checked.clampedInt((Double(shownWidth) * scaleX).rounded(), to: sides) ?? 1
+        let height = Checked.clampedInt((Double(shownHeight) * scaleY).rounded(), to: sides) ?? 1
         let cropWidth = options.fit == .fill ? min(width, options.width) : width
         let cropHeight = options.fit == .fill ? min(height, options.height) : height
         guard let pixels = Checked.multiply(cropWidth, cropHeight), pixels <= options.limits.maxPixelsPerFrame else {
@@ -112,6 +141,26 @@ struct ThumbnailGeometry: Equatable {
         }
         (scaledWidth, scaledHeight) = swaps ? (height, width) : (width, height)
         (croppedWidth, croppedHeight) = swaps ? (cropHeight, cropWidth) : (cropWidth, cropHeight)
+        let (x, y) = ThumbnailGeometry.storedHalves(
+            options.gravity.halves, orientation: options.appliesOrientation ? orientation : .up)
+        cropX = (scaledWidth - croppedWidth) * x / 2
+        cropY = (scaledHeight - croppedHeight) * y / 2
+    }
+
+    /// A position given in the upright image (halves: 0, 1 or 2 along each side) as a
+    /// position in the stored image, by the inverse of what ``RasterImage/oriented()`` does.
+    static func storedHalves(_ shown: (x: Int, y: Int), orientation: Orientation) -> (x: Int, y: Int) {
+        let (x, y) = shown
+        switch orientation {
+        case .up: return (x, y)
+        case .upMirrored: return (2 - x, y)
+        case .down: return (2 - x, 2 - y)
+        case .downMirrored: return (x, 2 - y)
+        case .leftMirrored: return (y, x)
+        case .right: return (y, 2 - x)
+        case .rightMirrored: return (2 - y, 2 - x)
+        case .left: return (2 - y, x)
+        }
     }
 
     /// The resize that makes the cropped image straight from a source of this size.
