@@ -1,0 +1,67 @@
+import RasterImage
+import Testing
+
+@testable import ImageService
+
+@Suite("Processing options as thumbnail options")
+struct ProcessingOptionsTests {
+    func options(_ text: String, source: (Int, Int) = (4000, 3000), limit: Int = 8192) throws -> ThumbnailOptions {
+        let url = try ProcessingURL.parse(
+            "/_/\(text)/aHR0cDovL2EuZXhhbXBsZS9hLmpwZw", signature: nil, allowsUnsigned: true)
+        return try url.options.thumbnailOptions(sourceWidth: source.0, sourceHeight: source.1, maxResultSide: limit)
+    }
+
+    @Test("each resizing type, a side of 0, dpr and enlarge")
+    func resizingTypes() throws {
+        let fit = try options("rs:fit:300:200")
+        #expect((fit.width, fit.height, fit.fit, fit.allowsUpscaling) == (300, 200, .fit, false))
+        #expect(try options("rs:fill:300:200").fit == .fill)
+        #expect(try options("rs:force:300:200").fit == .force)
+        // auto: fill when source and box agree (both landscape), fit otherwise.
+        #expect(try options("rs:auto:300:200").fit == .fill)
+        #expect(try options("rs:auto:200:300").fit == .fit)
+        #expect(try options("rs:auto:200:300", source: (3000, 4000)).fit == .fill)
+        // A side of 0 follows the other: a fit into an unbounded side.
+        let byHeight = try options("rs:fill:0:200")
+        #expect((byHeight.width, byHeight.height, byHeight.fit) == (8192, 200, .fit))
+        let both = try options("w:0/h:0")
+        #expect((both.width, both.height, both.fit, both.allowsUpscaling) == (8192, 8192, .fit, false))
+        // dpr multiplies the box; enlarge allows upscaling.
+        let retina = try options("rs:fit:300:200/dpr:2/el:1")
+        #expect((retina.width, retina.height, retina.allowsUpscaling) == (600, 400, true))
+        // fill-down: a source smaller than the box shrinks the box, same aspect.
+        let down = try options("rs:fill-down:200:200", source: (100, 50))
+        #expect((down.width, down.height, down.fit) == (50, 50, .fill))
+        let large = try options("rs:fill-down:200:200", source: (1000, 500))
+        #expect((large.width, large.height) == (200, 200))
+    }
+
+    @Test("gravity maps to the crop's side; smart is the centre")
+    func gravity() throws {
+        let pairs: [(String, ThumbnailOptions.Gravity)] = [
+            ("ce", .center), ("sm", .center), ("no", .north), ("so", .south), ("ea", .east), ("we", .west),
+            ("noea", .northEast), ("nowe", .northWest), ("soea", .southEast), ("sowe", .southWest),
+        ]
+        for (name, expected) in pairs { #expect(try options("rs:fill:10:10/g:\(name)").gravity == expected) }
+    }
+
+    @Test("a box past the service's limit is refused, dpr included")
+    func limits() throws {
+        #expect(throws: ProcessingOptions.ResultTooLarge.self) { try options("w:9000") }
+        #expect(throws: ProcessingOptions.ResultTooLarge.self) { try options("w:5000/dpr:2") }
+        #expect(throws: ProcessingOptions.ResultTooLarge.self) { try options("w:600", limit: 512) }
+        #expect(try options("w:512", limit: 512).width == 512)
+    }
+
+    @Test("the options make the thumbnail they describe")
+    func endToEnd() throws {
+        let bytes = try PNGEncoder().encode(
+            RasterImage(width: 400, height: 200, pixels: [UInt8](repeating: 200, count: 400 * 200 * 4))!)
+        for (text, size) in [
+            ("rs:fill:64:32/g:we", (64, 32)), ("rs:fit:64:64", (64, 32)), ("rs:force:30:60", (30, 60)),
+        ] {
+            let thumbnail = try ImageDecoder().thumbnail(.bytes(bytes), options: options(text, source: (400, 200)))
+            #expect((thumbnail.width, thumbnail.height) == size, "\(text)")
+        }
+    }
+}
