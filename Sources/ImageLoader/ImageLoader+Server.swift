@@ -44,7 +44,8 @@ extension ImageLoader {
     /// A thumbnail of bytes the caller already has, on the loader's worker threads, with
     /// its limits and accepted types, kept in the memory cache (with its encoded bytes)
     /// under the bytes' SHA-256 and the options: the same upload asked for again is a
-    /// memory hit. ``LoadedImage/encoded`` holds the thumbnail in `options.outputFormat`.
+    /// memory hit. ``LoadedImage/encoded`` holds the thumbnail in `options.outputFormat`
+    /// (`nil` for an animated one, `frames` other than `.first`).
     ///
     /// ```swift
     /// let thumb = try await loader.thumbnail(of: body.readableBytesView, options: ThumbnailOptions(maxPixelSize: 256))
@@ -70,7 +71,8 @@ extension ImageLoader {
             try await context.cpu(url.absoluteString, priority: PriorityHandle(priority)) {
                 let image = try metrics.timingDecode { try decoder.thumbnail(.bytes(bytes), options: made) }
                 metrics.thumbnailMade()
-                let encoded = try? image.encoded(as: made.outputFormat)
+                // An animated thumbnail has no single encoding here: pixels only.
+                let encoded = made.frames == .first ? try? image.encoded(as: made.outputFormat) : nil
                 return (image, encoded)
             }
         }
