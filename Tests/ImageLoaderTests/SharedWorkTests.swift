@@ -238,6 +238,18 @@ struct SharedWorkTests {
             version.value = 3
             let answer = try await loader.image(for: url)
             #expect(answer.source == .networkToDisk && answer.freshness == .fresh)
+            // Within stale-while-revalidate: the stale image, usable, then the revalidation's events.
+            origin.route("/w.png") { request, _ in
+                let headers = [("ETag", "\"w\""), ("Cache-Control", "max-age=10, stale-while-revalidate=100")]
+                if request.header("If-None-Match") == "\"w\"" { return .init(status: 304, headers: headers) }
+                return .init(headers: [("Content-Type", "image/png")] + headers, body: TestImages.png)
+            }
+            _ = try await loader.image(for: origin.url("/w.png"))
+            harness.clock.advance(by: 20)
+            #expect(
+                await loader.allEvents(for: origin.url("/w.png")).moments == [
+                    .cached(.memory, .staleWhileRevalidate), .sending(hadCache: true), .completed(.networkNotModified),
+                ])
             // A user's reload: the cached image is offered, then asked about.
             let reload = await loader.allEvents(for: url, options: LoadOptions(cachePolicy: .revalidate)).moments
             #expect(reload.first == .cached(.memory, .needsRevalidation))
