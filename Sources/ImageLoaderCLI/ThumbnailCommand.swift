@@ -31,6 +31,14 @@ struct ThumbnailCommand: AsyncParsableCommand {
     @Flag(help: "Cover the box and crop the overflow, instead of fitting inside it.")
     var fill = false
 
+    @Flag(help: "Stretch to exactly the box, each side on its own (the aspect ratio is not kept).")
+    var force = false
+
+    @Option(
+        help:
+            "With --fill, the part kept: \(ThumbnailOptions.Gravity.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var gravity: String = ThumbnailOptions.Gravity.center.rawValue
+
     @Option(help: "JPEG or WebP quality, 1-100.")
     var quality: Int?
 
@@ -63,6 +71,10 @@ struct ThumbnailCommand: AsyncParsableCommand {
         }
         if let quality, !(1...100).contains(quality) { throw ValidationError("--quality must be between 1 and 100") }
         guard ResamplingKernel(rawValue: kernel) != nil else { throw ValidationError("unknown kernel \(kernel)") }
+        guard ThumbnailOptions.Gravity(rawValue: gravity) != nil else {
+            throw ValidationError("unknown gravity \(gravity)")
+        }
+        if fill && force { throw ValidationError("--fill and --force exclude each other") }
         guard outputFormat != nil else { throw ValidationError("OUT must end in .jpg, .jpeg, .png or .webp") }
     }
 
@@ -73,8 +85,10 @@ struct ThumbnailCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var options = ThumbnailOptions(width: width ?? size!, height: height ?? size!, fit: fill ? .fill : .fit)
+        var options = ThumbnailOptions(
+            width: width ?? size!, height: height ?? size!, fit: force ? .force : fill ? .fill : .fit)
         options.kernel = ResamplingKernel(rawValue: kernel)!
+        options.gravity = ThumbnailOptions.Gravity(rawValue: gravity)!
         options.shrinkOnLoad = fastest ? .fastest : .quality
         options.linearLight = linear
         options.keepsColorProfile = keepProfile

@@ -134,6 +134,45 @@ struct CommandLineTests {
         }
     }
 
+    @Test("thumbnail --gravity keeps the side it names; --force stretches; the two box modes exclude each other")
+    func thumbnailGravityAndForce() throws {
+        try Command.withTemporaryDirectory { directory in
+            var made: [String: RasterImage] = [:]
+            for gravity in ["west", "center", "east"] {
+                let path = directory.appendingPathComponent("\(gravity).png").path
+                let result = try Command.run([
+                    "thumbnail", Command.fixture("images/png-photo.png"), "--width", "90", "--height", "90", "--fill",
+                    "--gravity", gravity, "-o", path,
+                ])
+                #expect(result.status == 0, "\(result.stderr)")
+                made[gravity] = try ImageDecoder().decode(.file(path: path))
+            }
+            // The same crops of the upright decode, independently of the command.
+            let full = try ImageDecoder().decode(.file(path: Command.fixture("images/png-photo.png")))
+            for (gravity, x) in [("west", 0), ("center", 15), ("east", 30)] {
+                let reference = full.resized(width: 120, height: 90).cropped(x: x, y: 0, width: 90, height: 90)
+                let image = try #require(made[gravity])
+                var total = 0
+                for index in image.pixels.indices {
+                    total += abs(Int(image.pixels[index]) - Int(reference.pixels[index]))
+                }
+                #expect(Double(total) / Double(image.pixels.count) < 2, "\(gravity)")
+            }
+            let forced = directory.appendingPathComponent("forced.png").path
+            #expect(
+                try Command.run([
+                    "thumbnail", Command.fixture("images/png-photo.png"), "--width", "200", "--height", "60", "--force",
+                    "-o", forced,
+                ]).status == 0)
+            let info = try ImageDecoder().info(.file(path: forced))
+            #expect((info.width, info.height) == (200, 60))
+            let both = try Command.run([
+                "thumbnail", Command.fixture("images/png-photo.png"), "--size", "60", "--fill", "--force", "-o", forced,
+            ])
+            #expect(both.status != 0 && both.stderr.contains("exclude each other"))
+        }
+    }
+
     @Test("thumbnail refuses an output it cannot write")
     func thumbnailBadOutput() throws {
         let result = try Command.run([
