@@ -1,0 +1,44 @@
+import Foundation
+import Testing
+
+@testable import ImageService
+
+@Suite("Which sources the service fetches")
+struct SourcePolicyTests {
+    @Test("prefixes restrict remote sources; none means any")
+    func prefixes() throws {
+        let url = URL(string: "https://images.example.com/a.jpg")!
+        #expect(try SourcePolicy().check(.remote(url)) == .remote(url))
+        let policy = SourcePolicy(allowedPrefixes: ["https://images.example.com/"])
+        #expect(try policy.check(.remote(url)) == .remote(url))
+        #expect(throws: SourcePolicy.Forbidden.self) {
+            try policy.check(.remote(URL(string: "https://images.example.com.evil.net/a.jpg")!))
+        }
+        #expect(throws: SourcePolicy.Forbidden.self) { try policy.check(.remote(URL(string: "http://other/a.jpg")!)) }
+    }
+
+    @Test("local paths stay inside the root: no .., no link out, none at all without a root")
+    func localRoot() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("sp-\(UUID().uuidString)")
+        let inside = root.appendingPathComponent("cats")
+        try FileManager.default.createDirectory(at: inside, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        try Data([1]).write(to: inside.appendingPathComponent("1.jpg"))
+        try FileManager.default.createSymbolicLink(
+            atPath: inside.appendingPathComponent("out").path, withDestinationPath: "/etc")
+        let policy = SourcePolicy(localRoot: root.path)
+        guard case .file(let path) = try policy.check(.local(path: "/cats/1.jpg")) else {
+            Issue.record("not a file")
+            return
+        }
+        #expect(path.hasSuffix("/cats/1.jpg") && FileManager.default.fileExists(atPath: path))
+        for escape in ["/../etc/passwd", "/cats/../../etc/passwd", "/cats/out/passwd", "/.."] {
+            #expect(throws: SourcePolicy.Forbidden.self, "\(escape)") { try policy.check(.local(path: escape)) }
+        }
+        // Through the URL parser: percent-encoded dots are decoded first, then refused.
+        let parsed = try ProcessingURL.parse(
+            "/_/w:10/plain/local:///cats/%2e%2e/%2e%2e/etc/passwd", signature: nil, allowsUnsigned: true)
+        #expect(throws: SourcePolicy.Forbidden.self) { try policy.check(parsed.source) }
+        #expect(throws: SourcePolicy.Forbidden.self) { try SourcePolicy().check(.local(path: "/cats/1.jpg")) }
+    }
+}
