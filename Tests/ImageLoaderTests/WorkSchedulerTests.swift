@@ -15,18 +15,26 @@ struct WorkSchedulerTests {
         func wait() async { for await _ in stream {} }
     }
 
-    @Test("with the slots taken and the queue full, work is refused at once; queued work runs when a slot frees")
-    func boundedQueue() async throws {
-        let scheduler = WorkScheduler(limit: 1, order: .fifo, maxWaiting: 2)
-        let gate = Gate()
-        let started = Counter()
-        let running = Task {
+    /// Takes `scheduler`'s only slot until `gate` opens; returns once it holds it.
+    func holdSlot(_ scheduler: WorkScheduler, until gate: Gate, counting started: Counter) async throws
+        -> Task<Void, any Error>
+    {
+        let holder = Task {
             try await scheduler.run(priority: PriorityHandle(.normal)) {
                 started.add()
                 await gate.wait()
             }
         }
-        try await waitUntil("the first holds the slot") { started.value == 1 }
+        try await waitUntil("the slot held") { started.value == 1 }
+        return holder
+    }
+
+    @Test("with the slots taken and the queue full, work is refused at once; queued work runs when a slot frees")
+    func boundedQueue() async throws {
+        let scheduler = WorkScheduler(limit: 1, order: .fifo, maxWaiting: 2)
+        let gate = Gate()
+        let started = Counter()
+        let running = try await holdSlot(scheduler, until: gate, counting: started)
         let queued = (0..<2).map { _ in
             Task { try await scheduler.run(priority: PriorityHandle(.normal)) { started.add() } }
         }
@@ -45,13 +53,7 @@ struct WorkSchedulerTests {
         let scheduler = WorkScheduler(limit: 1, order: .fifo)
         let gate = Gate()
         let started = Counter()
-        let holder = Task {
-            try await scheduler.run(priority: PriorityHandle(.normal)) {
-                started.add()
-                await gate.wait()
-            }
-        }
-        try await waitUntil("the slot held") { started.value == 1 }
+        let holder = try await holdSlot(scheduler, until: gate, counting: started)
         let late = Task {
             withUnsafeCurrentTask { $0?.cancel() }
             return try await scheduler.run(priority: PriorityHandle(.normal)) { started.add() }
