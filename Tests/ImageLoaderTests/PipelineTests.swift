@@ -42,21 +42,23 @@ struct PipelineTests {
         try await withOrigin { origin, harness in
             origin.serve(
                 "/slow.png",
-                .init(headers: [Self.png, ("Cache-Control", "max-age=100")], body: TestImages.png, delay: 1))
+                .init(headers: [Self.png, ("Cache-Control", "max-age=100")], body: TestImages.png, delay: 3))
             let loader = try harness.loader()
             let caller = Task { try await loader.image(for: origin.url("/slow.png")) }
-            try await Task.sleep(for: .milliseconds(200))
+            try await waitUntil("the request in flight") { origin.count("/slow.png") == 1 }
             let cancelled = ContinuousClock.now
             caller.cancel()
             let result = await caller.result
-            #expect(ContinuousClock.now - cancelled < .milliseconds(300))
+            // Well before the origin's answer (3 s): the wait ended with the cancellation,
+            // with room for a busy machine.
+            #expect(ContinuousClock.now - cancelled < .milliseconds(1500))
             guard case .failure(let error as ImageLoadingError) = result else {
                 Issue.record("got \(result)")
                 return
             }
             #expect(error.reason == .cancelled)
             // Long after the origin would have answered: nothing was decoded or stored.
-            try await Task.sleep(for: .milliseconds(1500))
+            try await Task.sleep(for: .milliseconds(3500))
             await loader.waitForBackgroundWork()
             #expect(loader.statistics.decodes == 0)
             #expect(loader.diskCache?.statistics.entries == 0)
