@@ -102,16 +102,11 @@ public final class MemoryCache: Sendable {
         entry(for: key)?.image
     }
 
-    /// The entry for `key`, made the most recently used, unless it is past its time to
-    /// live at `now` (the caller's clock reading, so a hit reads the clock once).
-    func entry(for key: String, at now: Date? = nil) -> Entry? {
-        let now = now ?? clock()
+    /// The entry for `key`, made the most recently used, unless it is past its time to live.
+    func entry(for key: String) -> Entry? {
+        let now = clock()
         return state.withLock { state -> Entry? in
-            guard let node = state.entries[key] else { return nil }
-            if let ttl = state.configuration.timeToLive, now.timeIntervalSince(node.entry.added) > ttl {
-                MemoryCache.unlink(node, &state)
-                return nil
-            }
+            guard let node = MemoryCache.live(key, at: now, &state) else { return nil }
             MemoryCache.moveToFront(node, &state)
             return node.entry
         }
@@ -121,12 +116,7 @@ public final class MemoryCache: Sendable {
     /// live and fresh at `now`: the hit path, which copies out only what it returns.
     func freshHit(for key: String, at now: Date) -> (image: RasterImage, encoded: EncodedImage?)? {
         state.withLock { state -> (RasterImage, EncodedImage?)? in
-            guard let node = state.entries[key] else { return nil }
-            if let ttl = state.configuration.timeToLive, now.timeIntervalSince(node.entry.added) > ttl {
-                MemoryCache.unlink(node, &state)
-                return nil
-            }
-            guard node.entry.freshUntil > now else { return nil }
+            guard let node = MemoryCache.live(key, at: now, &state), node.entry.freshUntil > now else { return nil }
             MemoryCache.moveToFront(node, &state)
             return (node.entry.image, node.entry.encoded)
         }
@@ -177,6 +167,16 @@ public final class MemoryCache: Sendable {
             }
             return keys
         }
+    }
+
+    /// The node for `key`, unless it is past its time to live at `now` (then it is removed).
+    private static func live(_ key: String, at now: Date, _ state: inout State) -> Node? {
+        guard let node = state.entries[key] else { return nil }
+        if let ttl = state.configuration.timeToLive, now.timeIntervalSince(node.entry.added) > ttl {
+            unlink(node, &state)
+            return nil
+        }
+        return node
     }
 
     private static func pushFront(_ node: Node, _ state: inout State) {
