@@ -16,11 +16,15 @@ enum JPEGDecoder: FormatDecoder {
     }
 
     static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {
-        try decode(reader, options: options, scaleDenominator: 1)
+        try decode(reader, options: options) { _, _, _ in 1 }
     }
 
-    /// Decodes at 1/`scaleDenominator` of the size (1, 2, 4 or 8), scaled in the DCT.
-    static func decode(_ reader: ByteReader, options: DecodingOptions, scaleDenominator: Int) throws -> RasterImage {
+    /// Decodes at 1/`scaleDenominator` of the size (1, 2, 4 or 8), scaled in the DCT;
+    /// the denominator is chosen from the header (width, height, orientation), read once.
+    static func decode(
+        _ reader: ByteReader, options: DecodingOptions,
+        scaleDenominator: (_ width: Int, _ height: Int, _ orientation: Orientation) throws -> Int
+    ) throws -> RasterImage {
         if case .index(let n) = options.frames, n != 0 {
             throw ImageDecodingError(.frameOutOfRange(index: n, count: 1), format: .jpeg)
         }
@@ -28,7 +32,8 @@ enum JPEGDecoder: FormatDecoder {
         try session.readHeader()
         try options.limits.check(width: session.imageWidth, height: session.imageHeight, format: .jpeg)
         let metadata = session.metadata()
-        try session.start(scaleDenominator: scaleDenominator, allowsTruncatedData: options.allowsTruncatedData)
+        let denominator = try scaleDenominator(session.imageWidth, session.imageHeight, metadata.orientation)
+        try session.start(scaleDenominator: denominator, allowsTruncatedData: options.allowsTruncatedData)
         let (width, height) = (session.outputWidth, session.outputHeight)
         let bytesPerRow = width * 4
         let pixels = try PixelBuffer.make(count: bytesPerRow * height) { base in

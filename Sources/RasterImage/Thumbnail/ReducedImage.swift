@@ -56,20 +56,21 @@ extension JPEGDecoder {
     static func decode(_ reader: ByteReader, options: DecodingOptions, reducedFor thumbnails: [ThumbnailOptions])
         throws -> ReducedImage
     {
-        let header = try info(reader, limits: options.limits)
-        reader.seek(to: 0)
-        var denominator = 8
-        for thumbnail in thumbnails {
-            let geometry = try ThumbnailGeometry(
-                sourceWidth: header.width, sourceHeight: header.height, orientation: header.orientation,
-                options: thumbnail)
-            denominator = min(
-                denominator,
-                ShrinkOnLoad.factor(
-                    width: header.width, height: header.height, target: geometry, mode: thumbnail.shrinkOnLoad,
-                    choices: [8, 4, 2]))
+        var original = (width: 0, height: 0)
+        let image = try decode(reader, options: options) { width, height, orientation in
+            original = (width, height)
+            var denominator = 8
+            for thumbnail in thumbnails {
+                let geometry = try ThumbnailGeometry(
+                    sourceWidth: width, sourceHeight: height, orientation: orientation, options: thumbnail)
+                denominator = min(
+                    denominator,
+                    ShrinkOnLoad.factor(
+                        width: width, height: height, target: geometry, mode: thumbnail.shrinkOnLoad,
+                        choices: [8, 4, 2]))
+            }
+            return denominator
         }
-        let image = try decode(reader, options: options, scaleDenominator: denominator)
-        return ReducedImage(image: image, originalWidth: header.width, originalHeight: header.height)
+        return ReducedImage(image: image, originalWidth: original.width, originalHeight: original.height)
     }
 }
