@@ -32,7 +32,7 @@ extension ImageLoader {
         priority: LoadPriority = .normal
     ) async throws(ImageLoadingError) -> RasterImage {
         let label = "bytes"
-        try accept(bytes, declaredContentType: declaredContentType, label: label)
+        _ = try context.acceptedFormat(bytes, declaredContentType: declaredContentType, url: label)
         let (decoder, options, metrics) = (configuration.decoder, configuration.decodingOptions, context.metrics)
         return try await mappingErrors(label) {
             try await context.cpu(label, priority: PriorityHandle(priority)) {
@@ -58,22 +58,20 @@ extension ImageLoader {
         // Without a memory cache there is nothing to look up: the bytes are not hashed.
         let name = memoryCache == nil ? "bytes:" : "sha256:" + ImageLoader.digest(of: bytes)
         let url = URL(string: name) ?? URL(fileURLWithPath: "/")
-        var thumbnailOptions = options
-        thumbnailOptions.limits = configuration.decodingOptions.limits
-        let key = CacheKey(url: url, product: .thumbnail(thumbnailOptions))
+        let product = ImageProduct.thumbnail(options).normalized(limits: configuration.decodingOptions.limits)
+        let key = CacheKey(url: url, product: product)
         if memoryCache != nil, let entry = context.freshInMemory(key.storageName) {
             context.metrics.memoryHit()
             return LoadedImage(image: entry.image, source: .memory, url: url, encoded: entry.encoded)
         }
-        try accept(bytes, declaredContentType: declaredContentType, label: url.absoluteString)
-        let (decoder, metrics, context, made) = (configuration.decoder, context.metrics, context, thumbnailOptions)
+        _ = try context.acceptedFormat(bytes, declaredContentType: declaredContentType, url: url.absoluteString)
+        let made = product.thumbnailOptions ?? options
+        let (decoder, metrics, context) = (configuration.decoder, context.metrics, context)
         let (image, encoded) = try await mappingErrors(url.absoluteString) {
             try await context.cpu(url.absoluteString, priority: PriorityHandle(priority)) {
                 let image = try metrics.timingDecode { try decoder.thumbnail(.bytes(bytes), options: made) }
                 metrics.thumbnailMade()
-                // An animated thumbnail has no single encoding here: pixels only.
-                let encoded = made.frames == .first ? try? image.encoded(as: made.outputFormat) : nil
-                return (image, encoded)
+                return (image, LoadOperation.encoded(image, made))
             }
         }
         if memoryCache != nil { context.remember(image, encoded: encoded, response: nil, for: key) }
@@ -106,17 +104,6 @@ extension ImageLoader {
                 }
                 return data
             }
-        }
-    }
-
-    private func accept(_ bytes: some Collection<UInt8>, declaredContentType: String?, label: String)
-        throws(ImageLoadingError)
-    {
-        do {
-            _ = try configuration.acceptedContentTypes.validate(
-                bytes.prefix(64), declaredContentType: declaredContentType)
-        } catch {
-            throw ImageLoadingError(.contentType(error), url: label)
         }
     }
 
@@ -190,7 +177,8 @@ struct DataOperation: Sendable {
             return try loaded(cached.body, updated.headers, .networkNotModified)
         }
         guard response.status == 200 else { throw ImageLoadingError(.httpStatus(response.status), url: urlText) }
-        let format = try validated(response.body, declaredContentType: response.value("Content-Type"))
+        let format = try context.acceptedFormat(
+            response.body, declaredContentType: response.value("Content-Type"), url: urlText)
         var stored = StoredResponse(
             url: storageName, status: 200, headers: response.headers, requestTime: response.requestTime,
             responseTime: response.responseTime)
@@ -206,16 +194,8 @@ struct DataOperation: Sendable {
     }
 
     private func loaded(_ bytes: [UInt8], _ headers: [HeaderField], _ source: LoadedImage.Source) throws -> LoadedData {
-        let format = try validated(bytes, declaredContentType: headers.first(named: "Content-Type"))
+        let format = try context.acceptedFormat(
+            bytes, declaredContentType: headers.first(named: "Content-Type"), url: urlText)
         return LoadedData(bytes: bytes, format: format, headers: headers, source: source, url: url)
-    }
-
-    private func validated(_ bytes: [UInt8], declaredContentType: String?) throws -> ImageFormat {
-        do {
-            return try context.configuration.acceptedContentTypes.validate(
-                bytes.prefix(64), declaredContentType: declaredContentType)
-        } catch {
-            throw ImageLoadingError(.contentType(error), url: urlText)
-        }
     }
 }

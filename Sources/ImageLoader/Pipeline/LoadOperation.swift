@@ -216,12 +216,7 @@ struct LoadOperation: Sendable {
         async throws
     {
         let response = download.value
-        do {
-            _ = try configuration.acceptedContentTypes.validate(
-                response.body.prefix(64), declaredContentType: response.value("Content-Type"))
-        } catch {
-            throw ImageLoadingError(.contentType(error), url: urlText)
-        }
+        _ = try context.acceptedFormat(response.body, declaredContentType: response.value("Content-Type"), url: urlText)
         let (image, bytes) = try await make(from: download)
         var stored = StoredResponse(
             url: key.cache.storageName, status: response.status, headers: response.headers,
@@ -308,7 +303,7 @@ struct LoadOperation: Sendable {
         return try await context.cpu(urlText, priority: priority) {
             let image = try reduced.thumbnail(options: options)
             metrics.thumbnailMade()
-            return (image, LoadOperation.encoded(image, options))
+            return (image, LoadOperation.encoded(image, options)?.bytes)
         }
     }
 
@@ -331,14 +326,15 @@ struct LoadOperation: Sendable {
                 // decodes, then resizes).
                 let image = try metrics.timingDecode { try decoder.thumbnail(source, options: options) }
                 metrics.thumbnailMade()
-                return (image, LoadOperation.encoded(image, options))
+                return (image, LoadOperation.encoded(image, options)?.bytes)
             }
         }
     }
 
-    /// A thumbnail's bytes for the disk cache; `nil` for an animated one.
-    static func encoded(_ image: RasterImage, _ options: ThumbnailOptions) -> [UInt8]? {
-        options.frames == .first ? try? image.encoded(as: options.outputFormat).bytes : nil
+    /// A thumbnail encoded in its output format; `nil` for an animated one, which has
+    /// no single encoding (it stays in memory only).
+    static func encoded(_ image: RasterImage, _ options: ThumbnailOptions) -> EncodedImage? {
+        options.frames == .first ? try? image.encoded(as: options.outputFormat) : nil
     }
 
     /// The origin failed. Within stale-if-error a cached image is served; error

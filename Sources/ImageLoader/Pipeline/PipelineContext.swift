@@ -95,15 +95,28 @@ struct PipelineContext: Sendable {
         }
     }
 
+    /// The format of `bytes` when the loader accepts it: the sniffed format must be an
+    /// accepted type and agree with `declaredContentType` (a response's or an upload's).
+    func acceptedFormat(_ bytes: some Collection<UInt8>, declaredContentType: String?, url: String)
+        throws(ImageLoadingError) -> ImageFormat
+    {
+        do {
+            return try configuration.acceptedContentTypes.validate(
+                bytes.prefix(64), declaredContentType: declaredContentType)
+        } catch {
+            throw ImageLoadingError(.contentType(error), url: url)
+        }
+    }
+
     /// Sends `request` through the download stage: a request already in flight for the
     /// same URL and header fields is joined instead of sent again.
     func download(
         _ request: DataRequest, product: ImageProduct?, priority: PriorityHandle,
         progress: @escaping @Sendable (Int, Int?) -> Void
     ) async throws -> SharedStage<DownloadKey, DataResponse>.Outcome {
-        let (loader, metrics, network, url) = (dataLoader, self.metrics, self.network, request.url.absoluteString)
-        do {
-            return try await downloads.value(
+        let (loader, metrics, network, downloads) = (dataLoader, self.metrics, self.network, self.downloads)
+        return try await mappingErrors(request.url.absoluteString) {
+            try await downloads.value(
                 for: DownloadKey(url: request.url, headers: request.headers), product: product, priority: priority,
                 progress: progress
             ) { priority, progress in
@@ -115,12 +128,6 @@ struct PipelineContext: Sendable {
                     return response
                 }
             }
-        } catch is CancellationError {
-            throw ImageLoadingError(.cancelled, url: url)
-        } catch let error as ImageLoadingError {
-            throw error
-        } catch {
-            throw ImageLoadingError(.network(String(describing: error)), url: url)
         }
     }
 
