@@ -12,6 +12,10 @@ public struct LoadedData: Sendable {
     public let headers: [HeaderField]
     public let source: LoadedImage.Source
     public let url: URL
+    /// Seconds the origin's response stays fresh from now, when it states a lifetime
+    /// (`max-age` or `Expires`; 0 for `no-cache`, `no-store` or an expired one); `nil`
+    /// when it states none. What a service passes on in its own `Cache-Control`.
+    public let freshFor: TimeInterval?
 
     /// The first value of a header field, by name, any case.
     public func value(_ name: String) -> String? { headers.first(named: name) }
@@ -158,7 +162,7 @@ struct DataOperation: Sendable {
             let usable = options.cachePolicy == .useCache ? evaluation.isFresh : evaluation.isImmutable
             if usable {
                 context.metrics.diskHit()
-                return try loaded(cached.body, cached.response.headers, .disk)
+                return try loaded(cached.body, cached.response, .disk)
             }
         }
         context.metrics.miss()
@@ -174,7 +178,7 @@ struct DataOperation: Sendable {
                 responseTime: response.responseTime)
             context.metrics.notModified()
             if let disk { try await context.blocking(urlText) { try? disk.update(updated) } }
-            return try loaded(cached.body, updated.headers, .networkNotModified)
+            return try loaded(cached.body, updated, .networkNotModified)
         }
         guard response.status == 200 else { throw ImageLoadingError(.httpStatus(response.status), url: urlText) }
         let format = try context.acceptedFormat(
@@ -190,12 +194,28 @@ struct DataOperation: Sendable {
                 try await context.blocking(urlText) { (try? disk.store(entry, body: body)) != nil }
                 ? .networkToDisk : .network
         }
-        return LoadedData(bytes: response.body, format: format, headers: response.headers, source: source, url: url)
+        return LoadedData(
+            bytes: response.body, format: format, headers: response.headers, source: source, url: url,
+            freshFor: freshFor(stored))
     }
 
-    private func loaded(_ bytes: [UInt8], _ headers: [HeaderField], _ source: LoadedImage.Source) throws -> LoadedData {
+    private func loaded(_ bytes: [UInt8], _ response: StoredResponse, _ source: LoadedImage.Source) throws
+        -> LoadedData
+    {
         let format = try context.acceptedFormat(
-            bytes, declaredContentType: headers.first(named: "Content-Type"), url: urlText)
-        return LoadedData(bytes: bytes, format: format, headers: headers, source: source, url: url)
+            bytes, declaredContentType: response.value("Content-Type"), url: urlText)
+        return LoadedData(
+            bytes: bytes, format: format, headers: response.headers, source: source, url: url,
+            freshFor: freshFor(response))
+    }
+
+    /// The explicit freshness left: the lifetime `max-age` or `Expires` states, less the
+    /// response's current age; `nil` when neither is there (a heuristic is not passed on).
+    private func freshFor(_ response: StoredResponse) -> TimeInterval? {
+        let control = response.cacheControl
+        if control.noCache || control.noStore { return 0 }
+        guard control.maxAge != nil || response.value("Expires") != nil else { return nil }
+        let evaluation = policy.evaluate(response, now: context.now)
+        return max(0, evaluation.lifetime - evaluation.age)
     }
 }

@@ -35,6 +35,10 @@ public struct ImageLoadingError: Error, Sendable, Hashable, CustomStringConverti
         case rememberedFailure(status: Int?, attempts: Int)
         /// Not an http, https or file URL.
         case unsupportedURL
+        /// The host resolved to no address that ``HTTPDataLoader/Configuration/addressFilter``
+        /// allows (a private or loopback network, for a service open to the internet):
+        /// the host, and the addresses refused.
+        case forbiddenAddress(host: String, addresses: [String])
         /// The caller's task was cancelled.
         case cancelled
         /// The loader was shut down.
@@ -76,6 +80,8 @@ public struct ImageLoadingError: Error, Sendable, Hashable, CustomStringConverti
         case .rememberedFailure(let status, let attempts):
             text = "failed \(attempts) times recently\(status.map { " (HTTP status \($0))" } ?? ""); not retried yet"
         case .unsupportedURL: text = "unsupported URL"
+        case .forbiddenAddress(let host, let addresses):
+            text = "\(host) resolves to no allowed address (\(addresses.joined(separator: ", ")))"
         case .cancelled: text = "cancelled"
         case .shutDown: text = "the loader is shut down"
         }

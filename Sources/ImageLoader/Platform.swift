@@ -13,18 +13,18 @@ import Darwin
 #endif
 
 /// A file's size and modification time, as `stat` reports them.
-struct FileStatus: Sendable, Equatable {
-    var size: Int
-    var modifiedSeconds: Int
-    var modifiedNanoseconds: Int
+package struct FileStatus: Sendable, Equatable {
+    package var size: Int
+    package var modifiedSeconds: Int
+    package var modifiedNanoseconds: Int
 
     /// The modification time in seconds since 1970, with its fraction.
-    var modified: Double { Double(modifiedSeconds) + Double(modifiedNanoseconds) / 1e9 }
+    package var modified: Double { Double(modifiedSeconds) + Double(modifiedNanoseconds) / 1e9 }
 }
 
-enum FileSystem {
+package enum FileSystem {
     /// The status of `path` (following a link), or `nil` when it cannot be read.
-    static func status(_ path: String) -> FileStatus? {
+    package static func status(_ path: String) -> FileStatus? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         return FileStatus(info)
@@ -42,7 +42,7 @@ enum FileSystem {
 
     /// The bytes of a regular file no larger than `maxBytes`, or `nil`: a symbolic
     /// link, a device, a folder, a larger file, or one that changes while it is read.
-    static func readRegularFile(_ path: String, maxBytes: Int) -> [UInt8]? {
+    package static func readRegularFile(_ path: String, maxBytes: Int) -> [UInt8]? {
         let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
@@ -113,5 +113,41 @@ enum FileIdentity {
         }
         let status = FileStatus(info)
         return "\"\(status.size)-\(status.modifiedSeconds)-\(status.modifiedNanoseconds)\""
+    }
+}
+
+/// Name resolution through the C library's `getaddrinfo`.
+enum Resolver {
+    /// The numeric addresses `host` resolves to (IPv4 and IPv6, in the resolver's
+    /// order, without repeats), or the C library's message when it resolves to none.
+    /// An address literal gives itself. Blocks: call it off the event loops.
+    static func addresses(of host: String) -> Result<[String], ResolutionError> {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, nil, &hints, &list)
+        guard status == 0, let list else {
+            return .failure(ResolutionError(message: String(cString: gai_strerror(status))))
+        }
+        defer { freeaddrinfo(list) }
+        var found: [String] = []
+        var node: UnsafeMutablePointer<addrinfo>? = list
+        while let entry = node {
+            var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+            if let address = entry.pointee.ai_addr,
+                getnameinfo(address, entry.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST)
+                    == 0
+            {
+                let numeric = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                if !found.contains(numeric) { found.append(numeric) }
+            }
+            node = entry.pointee.ai_next
+        }
+        return found.isEmpty ? .failure(ResolutionError(message: "no address")) : .success(found)
+    }
+
+    struct ResolutionError: Error {
+        let message: String
     }
 }

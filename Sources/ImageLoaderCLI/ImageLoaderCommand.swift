@@ -13,7 +13,7 @@ struct ImageLoaderCommand: AsyncParsableCommand {
         abstract: "Load, decode, validate and thumbnail images, with caches that follow HTTP's rules.",
         subcommands: [
             InfoCommand.self, DecodeCommand.self, ValidateCommand.self, ThumbnailCommand.self, LoadCommand.self,
-            BatchCommand.self, CacheCommand.self, DemoCommand.self,
+            BatchCommand.self, CacheCommand.self, DemoCommand.self, ServeCommand.self,
         ]
     )
 

@@ -15,6 +15,12 @@ enum Terminal {
         bytes.withUnsafeMutableBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
     }
 
+    /// One line on stdout, written at once (not buffered), for a supervisor reading it.
+    static func line(_ text: String) {
+        var bytes = Array((text + "\n").utf8)
+        bytes.withUnsafeMutableBytes { _ = Glibc.write(1, $0.baseAddress, $0.count) }
+    }
+
     /// One JSON object on one line, keys in the order given.
     static func printJSON(_ fields: KeyValuePairs<String, JSONValue>) {
         print(JSONValue.object(Array(fields)).serialized)

@@ -68,9 +68,13 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
 public struct NetworkPolicy: Sendable, Hashable {
     /// Also allow private and loopback addresses (`--allow-private-networks`; tests on 127.0.0.1).
     public var allowsPrivateNetworks: Bool
+    /// Addresses allowed even though they are not public (`--allow-address`): one
+    /// internal origin, without opening the whole network.
+    public var allowedAddresses: Set<IPAddress>
 
-    public init(allowsPrivateNetworks: Bool = false) {
+    public init(allowsPrivateNetworks: Bool = false, allowedAddresses: Set<IPAddress> = []) {
         self.allowsPrivateNetworks = allowsPrivateNetworks
+        self.allowedAddresses = allowedAddresses
     }
 
     /// Public addresses only: the default.
@@ -78,7 +82,7 @@ public struct NetworkPolicy: Sendable, Hashable {
 
     /// Whether a connection to `address` is allowed.
     public func allows(_ address: IPAddress) -> Bool {
-        allowsPrivateNetworks || NetworkPolicy.isPublic(address)
+        allowsPrivateNetworks || allowedAddresses.contains(address) || NetworkPolicy.isPublic(address)
     }
 
     /// Whether `address` is a public unicast address.

@@ -85,6 +85,17 @@ public struct ProcessingURL: Sendable, Hashable {
         return try parseSigned(signed)
     }
 
+    /// Options alone (`/rs:fit:300:300/q:80`, the path of an upload), any extension as
+    /// `f:`. Every segment must be an option.
+    public static func parseOptions(_ path: Substring) throws(Failure) -> ProcessingOptions {
+        var options = ProcessingOptions()
+        for segment in path.split(separator: "/") {
+            guard segment.contains(":") else { throw .unknownOption(String(segment)) }
+            try options.apply(segment)
+        }
+        return options
+    }
+
     /// The part after the signature: options, then the source.
     static func parseSigned(_ signed: Substring) throws(Failure) -> ProcessingURL {
         let segments = signed.dropFirst().split(separator: "/", omittingEmptySubsequences: false)

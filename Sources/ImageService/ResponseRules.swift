@@ -55,6 +55,11 @@ public enum ResponseRules {
         return "\"" + digest.map { String(format: "%02x", $0) }.joined() + "\""
     }
 
+    /// The hex SHA-256 of `bytes`: a source's identity when it has no validator.
+    static func digest(_ bytes: [UInt8]) -> String {
+        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+    }
+
     /// Whether an `If-None-Match` value matches `tag` (`*`, or any listed tag, compared
     /// weakly as RFC 9110 says for GET).
     public static func matches(ifNoneMatch header: String, tag: String) -> Bool {
@@ -66,6 +71,17 @@ public enum ResponseRules {
             if opaque == wanted { return true }
         }
         return false
+    }
+}
+
+extension ProcessingOptions.Format {
+    /// The media type of the format.
+    public var contentType: String {
+        switch self {
+        case .jpeg: "image/jpeg"
+        case .png: "image/png"
+        case .webp: "image/webp"
+        }
     }
 }
 

@@ -6,14 +6,14 @@ import RasterImage
 /// no date formatter, nothing that can read a date differently on another machine.
 /// Every field is digits of a bounded length, the year is 1970...9999: anything else
 /// is not a date (`nil`), never an overflow.
-enum HTTPDate {
+package enum HTTPDate {
     /// The years read; outside them a date is invalid (RFC 9110's four-digit year).
     static let years = 1970...9999
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
     private static let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]  // 1970-01-01 was a Thursday
 
     /// The date, or `nil` when the text is not an HTTP date.
-    static func parse(_ text: String) -> Date? {
+    package static func parse(_ text: String) -> Date? {
         let fields = text.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "-" }).map(String.init)
         // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT -> [Sun, 06, Nov, 1994, 08:49:37, GMT]
         // RFC 850:     Sunday, 06-Nov-94 08:49:37 GMT -> [Sunday, 06, Nov, 94, 08:49:37, GMT]
@@ -45,7 +45,7 @@ enum HTTPDate {
 
     /// IMF-fixdate, the form HTTP senders must use.
     /// Dates outside ``years`` are written as its first or last second.
-    static func format(_ date: Date) -> String {
+    package static func format(_ date: Date) -> String {
         let last = 253_402_300_799  // 9999-12-31 23:59:59
         let seconds = Checked.clampedInt(date.timeIntervalSince1970.rounded(.down), to: 0...last) ?? 0
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400

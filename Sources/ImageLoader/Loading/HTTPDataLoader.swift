@@ -1,7 +1,9 @@
 import AsyncHTTPClient
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 import NIOHTTP1
 import NIOSSL
 import RasterImage
@@ -38,6 +40,20 @@ public final class HTTPDataLoader: DataLoading {
         public var credentials: (user: String, password: String)?
         /// Accept any TLS certificate. Off by default; for tests and closed networks only.
         public var trustAnySSLCertificate = false
+        /// Which resolved addresses a connection may go to (given as numeric text,
+        /// `"203.0.113.7"` or `"2001:db8::1"`), checked for the first request and again
+        /// for every redirect. When set, the loader resolves each host itself and
+        /// connects to the first address the filter allows, pinned: the connection goes
+        /// to exactly the address that was checked, so a second DNS answer (rebinding)
+        /// cannot send it elsewhere. TLS still verifies the certificate for the host
+        /// name. When no address is allowed the load fails with
+        /// ``ImageLoadingError/Reason/forbiddenAddress(host:addresses:)``.
+        /// `nil` (the default): the client resolves and connects as usual.
+        ///
+        /// ```swift
+        /// http.addressFilter = { address in !address.hasPrefix("127.") && address != "::1" }
+        /// ```
+        public var addressFilter: (@Sendable (String) -> Bool)?
         /// The clock for the request and response times (tests substitute their own).
         public var clock: @Sendable () -> Date = { Date() }
 
@@ -50,22 +66,30 @@ public final class HTTPDataLoader: DataLoading {
     private let ownsClient: Bool
     private let configuration: Configuration
     private let logger: Logger
+    /// The clients pinned to checked addresses, when there is an address filter.
+    private let pinned: PinnedClients?
 
     /// A loader with its own client, built from `configuration`.
     public init(configuration: Configuration = Configuration(), logger: Logger) {
         self.configuration = configuration
         self.logger = logger
+        client = HTTPDataLoader.makeClient(configuration, dnsOverride: [:])
+        ownsClient = true
+        pinned = configuration.addressFilter.map { _ in PinnedClients(configuration) }
+    }
+
+    /// A client with `configuration`'s TLS and timeouts, following no redirects itself.
+    static func makeClient(_ configuration: Configuration, dnsOverride: [String: String]) -> HTTPClient {
         var tls = TLSConfiguration.makeClientConfiguration()
         if configuration.trustAnySSLCertificate { tls.certificateVerification = .none }
-        client = HTTPClient(
-            eventLoopGroupProvider: .singleton,
-            configuration: HTTPClient.Configuration(
-                tlsConfiguration: tls, redirectConfiguration: .disallow,
-                // NIO's Duration conversion keeps sub-second parts and clamps instead of overflowing.
-                timeout: HTTPClient.Configuration.Timeout(
-                    connect: TimeAmount(configuration.connectTimeout), read: TimeAmount(configuration.readTimeout)),
-                decompression: .disabled))
-        ownsClient = true
+        var settings = HTTPClient.Configuration(
+            tlsConfiguration: tls, redirectConfiguration: .disallow,
+            // NIO's Duration conversion keeps sub-second parts and clamps instead of overflowing.
+            timeout: HTTPClient.Configuration.Timeout(
+                connect: TimeAmount(configuration.connectTimeout), read: TimeAmount(configuration.readTimeout)),
+            decompression: .disabled)
+        settings.dnsOverride = dnsOverride
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: settings)
     }
 
     /// A loader sending through `client`, which the application owns: ``shutdown()``
@@ -81,10 +105,33 @@ public final class HTTPDataLoader: DataLoading {
         self.configuration = configuration
         self.logger = logger
         ownsClient = false
+        pinned = configuration.addressFilter.map { _ in PinnedClients(configuration) }
     }
 
     public func shutdown() async throws {
+        try await pinned?.shutdown()
         if ownsClient { try await client.shutdown() }
+    }
+
+    /// The client for a request to `url`: the shared one, or, with an address filter,
+    /// one pinned to the first allowed address of the URL's host (resolved now, for
+    /// this hop).
+    private func client(for url: URL, key: String) async throws -> HTTPClient {
+        guard let filter = configuration.addressFilter, let pinned else { return client }
+        var host = url.host ?? ""
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        let name = host
+        let resolved = try await NIOThreadPool.singleton.runIfActive { Resolver.addresses(of: name) }
+        switch resolved {
+        case .failure(let error):
+            throw ImageLoadingError(.network("cannot resolve \(host): \(error.message)"), url: key)
+        case .success(let addresses):
+            guard let address = addresses.first(where: filter) else {
+                logger.warning("address refused", metadata: ["host": "\(host)", "addresses": "\(addresses)"])
+                throw ImageLoadingError(.forbiddenAddress(host: host, addresses: addresses), url: key)
+            }
+            return pinned.client(host: host, address: address)
+        }
     }
 
     public func load(_ request: DataRequest, progress: @escaping @Sendable (Int, Int?) -> Void) async throws
@@ -132,7 +179,10 @@ public final class HTTPDataLoader: DataLoading {
             }
             let response: HTTPClientResponse
             do {
+                let client = try await client(for: url, key: key)
                 response = try await client.execute(outgoing, deadline: deadline, logger: logger)
+            } catch let error as ImageLoadingError {
+                throw error
             } catch {
                 throw HTTPDataLoader.map(error, url: key)
             }
@@ -205,6 +255,49 @@ public final class HTTPDataLoader: DataLoading {
             return ImageLoadingError(.invalidResponse("malformed HTTP (\(parser))"), url: url)
         }
         return ImageLoadingError(.network(String(describing: error)), url: url)
+    }
+}
+
+/// HTTP clients that each connect one host name to one checked address (AsyncHTTPClient's
+/// `dnsOverride`, which keeps SNI and certificate checks on the name), so connections to
+/// the same pair are pooled. At most `capacity` are kept; the oldest is shut down, after
+/// the longest a request on it may still run.
+final class PinnedClients: Sendable {
+    private let state = NIOLockedValueBox<(clients: [String: HTTPClient], order: [String])>(([:], []))
+    private let configuration: HTTPDataLoader.Configuration
+    static let capacity = 64
+
+    init(_ configuration: HTTPDataLoader.Configuration) {
+        self.configuration = configuration
+    }
+
+    func client(host: String, address: String) -> HTTPClient {
+        let key = host + " " + address
+        let (client, evicted) = state.withLockedValue { state -> (HTTPClient, HTTPClient?) in
+            if let client = state.clients[key] { return (client, nil) }
+            let client = HTTPDataLoader.makeClient(configuration, dnsOverride: [host: address])
+            state.clients[key] = client
+            state.order.append(key)
+            guard state.order.count > PinnedClients.capacity else { return (client, nil) }
+            let oldest = state.order.removeFirst()
+            return (client, state.clients.removeValue(forKey: oldest))
+        }
+        if let evicted {
+            let grace = configuration.timeout
+            Task {
+                try? await Task.sleep(for: grace)
+                try? await evicted.shutdown()
+            }
+        }
+        return client
+    }
+
+    func shutdown() async throws {
+        let clients = state.withLockedValue { state in
+            defer { state = ([:], []) }
+            return Array(state.clients.values)
+        }
+        for client in clients { try await client.shutdown() }
     }
 }
 

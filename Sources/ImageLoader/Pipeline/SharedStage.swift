@@ -8,11 +8,11 @@ import RasterImage
 ///
 /// Registration and removal happen under one lock, in the order they are made: a
 /// waiter cancelled before it registered is refused at registration, never left behind.
-final class SharedStage<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+package final class SharedStage<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// What a waiter receives: the value, the run's identity (for the keys of later
     /// stages) and the products that were waiting when it ended, earliest first.
-    struct Outcome: Sendable {
-        let value: Value
+    package struct Outcome: Sendable {
+        package let value: Value
         let run: UInt64
         /// The products waiting when the run ended, earliest first, without repeats.
         let products: [ImageProduct]
@@ -21,7 +21,7 @@ final class SharedStage<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let isFirst: Bool
     }
 
-    typealias Work =
+    package typealias Work =
         @Sendable (_ priority: PriorityHandle, _ progress: @escaping @Sendable (Int, Int?) -> Void)
         async throws -> Value
 
@@ -57,12 +57,14 @@ final class SharedStage<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     private let state = Lock(State())
 
+    package init() {}
+
     /// How many runs were started, and how many waiters joined one already under way.
-    var counts: (started: Int, joined: Int) { state.withLock { ($0.started, $0.joined) } }
+    package var counts: (started: Int, joined: Int) { state.withLock { ($0.started, $0.joined) } }
 
     /// The value for `key`: joins the run under way, or starts `work`. `product` is
     /// what the waiter makes of it (`nil`: nothing, the bytes are wanted as they are).
-    func value(
+    package func value(
         for key: Key, product: ImageProduct?, priority: PriorityHandle,
         progress: (@Sendable (Int, Int?) -> Void)? = nil, work: @escaping Work
     ) async throws -> Outcome {

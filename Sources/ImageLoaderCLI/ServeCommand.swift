@@ -1,0 +1,186 @@
+import ArgumentParser
+import CoreMetrics
+import Foundation
+import Hummingbird
+import ImageLoader
+import ImageService
+import Logging
+import Prometheus
+import ServiceLifecycle
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve thumbnails at imgproxy-format URLs (signed unless --allow-unsigned).",
+        discussion: """
+            Keys and salts are hexadecimal: --key K --salt S (repeat both for rotation), or the \
+            environment variables IMGPROXY_KEY and IMGPROXY_SALT (IMGPROXY_KEYS and IMGPROXY_SALTS: \
+            comma-separated lists). SIGTERM or SIGINT stops accepting connections, finishes the \
+            requests in flight and exits 0.
+            """)
+
+    @Option(help: "The address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "The port to listen on (0: any free port, printed at start).")
+    var port = 8080
+
+    @Option(help: "A signing key, hexadecimal (repeatable, paired with --salt).")
+    var key: [String] = []
+
+    @Option(help: "A signing salt, hexadecimal (repeatable, paired with --key).")
+    var salt: [String] = []
+
+    @Flag(help: "Serve unsigned URLs (`insecure` or `_` in place of the signature).")
+    var allowUnsigned = false
+
+    @Option(help: "Serve local:///path sources from under this folder.")
+    var localRoot: String?
+
+    @Option(help: "Only sources starting with this text (repeatable).")
+    var allowSource: [String] = []
+
+    @Flag(help: "Allow sources on loopback, private and link-local networks (off: refused, against SSRF).")
+    var allowPrivateNetworks = false
+
+    @Option(help: "An address allowed although it is private or loopback: one internal origin (repeatable).")
+    var allowAddress: [String] = []
+
+    @Option(help: "The largest source, in bytes.")
+    var maxSrcBytes = 64 << 20
+
+    @Option(help: "The largest source, in pixels.")
+    var maxSrcPixels = 50_000_000
+
+    @Option(help: "The longest side of a result, in pixels.")
+    var maxResultSize = 8192
+
+    @Option(help: "Seconds a request may take, queueing, fetching and processing included.")
+    var timeout = 10.0
+
+    @Option(help: "Seconds of max-age when the source states no freshness.")
+    var ttl = 3600
+
+    @Option(help: "Requests fetched and processed at once (default: the cores).")
+    var workers: Int?
+
+    @Option(help: "Requests waiting for a worker before 503 (default: 4 per worker).")
+    var queue: Int?
+
+    @Option(name: .customLong("result-cache-mb"), help: "MiB of processed images kept in memory; 0 keeps none.")
+    var resultCacheMB = 128
+
+    @Flag(help: "Serve POST /upload/{options}.")
+    var allowUploads = false
+
+    @Option(help: "The disk cache's folder for sources (default: $XDG_CACHE_HOME/imageloader).")
+    var cacheDir: String?
+
+    @Option(name: .customLong("disk-cache-mb"), help: "MiB of sources kept on disk; 0 keeps none.")
+    var diskCacheMB = 1024
+
+    @Option(help: "The log level: trace, debug, info (one line per request), notice, warning, error.")
+    var logLevel = "info"
+
+    func validate() throws {
+        guard key.count == salt.count else { throw ValidationError("give as many --salt as --key") }
+        guard (1...65_535).contains(port) || port == 0 else { throw ValidationError("--port must be 0 to 65535") }
+        guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600") }
+        for (name, value) in [
+            ("--max-src-bytes", maxSrcBytes), ("--max-src-pixels", maxSrcPixels), ("--max-result-size", maxResultSize),
+        ] where value < 1 {
+            throw ValidationError("\(name) must be 1 or more")
+        }
+        if let workers, workers < 1 { throw ValidationError("--workers must be 1 or more") }
+        if let queue, queue < 0 { throw ValidationError("--queue must be 0 or more") }
+        guard ttl >= 0, resultCacheMB >= 0, diskCacheMB >= 0 else {
+            throw ValidationError("--ttl, --result-cache-mb and --disk-cache-mb must be 0 or more")
+        }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level") }
+    }
+
+    /// The key and salt pairs from the options, else from the environment.
+    func signaturePairs() throws -> [(key: String, salt: String)] {
+        if !key.isEmpty { return Array(zip(key, salt)).map { (key: $0.0, salt: $0.1) } }
+        let environment = ProcessInfo.processInfo.environment
+        func list(_ name: String) -> [String] {
+            environment[name].map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? []
+        }
+        let keys = list("IMGPROXY_KEY") + list("IMGPROXY_KEYS")
+        let salts = list("IMGPROXY_SALT") + list("IMGPROXY_SALTS")
+        guard keys.count == salts.count else {
+            throw CommandFailure("IMGPROXY_KEY(S) and IMGPROXY_SALT(S) must list as many values")
+        }
+        return Array(zip(keys, salts)).map { (key: $0.0, salt: $0.1) }
+    }
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardOutput(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        let logger = Logger(label: "imageloader.serve")
+
+        var configuration = ImageService.Configuration()
+        let pairs = try signaturePairs()
+        if !pairs.isEmpty {
+            do {
+                configuration.signature = try URLSignature(hexPairs: pairs)
+            } catch {
+                throw CommandFailure(error.description)
+            }
+        } else if !allowUnsigned {
+            throw CommandFailure("no signing key: give --key and --salt (or IMGPROXY_KEY and IMGPROXY_SALT), or --allow-unsigned")
+        }
+        configuration.allowsUnsigned = allowUnsigned
+        configuration.sources = SourcePolicy(allowedPrefixes: allowSource, localRoot: localRoot)
+        var allowed = Set<IPAddress>()
+        for text in allowAddress {
+            guard let address = IPAddress(text) else { throw CommandFailure("--allow-address \(text) is not an IP address") }
+            allowed.insert(address)
+        }
+        configuration.network = NetworkPolicy(allowsPrivateNetworks: allowPrivateNetworks, allowedAddresses: allowed)
+        configuration.maxSourceBytes = maxSrcBytes
+        configuration.maxSourcePixels = maxSrcPixels
+        configuration.maxResultSide = maxResultSize
+        configuration.timeout = .milliseconds(Int(timeout * 1000))
+        configuration.ttl = ttl
+        if let workers { configuration.workers = workers }
+        configuration.queue = queue
+        configuration.resultCacheBytes = resultCacheMB << 20
+        configuration.allowsUploads = allowUploads
+        configuration.logger = logger
+        if let cacheDir { configuration.loader.cacheDirectory = cacheDir }
+        if diskCacheMB == 0 { configuration.loader.cacheDirectory = nil }
+        configuration.loader.diskCacheMaxBytes = diskCacheMB << 20
+        configuration.loader.logger = Logger(label: "imageloader.loader")
+
+        let service: ImageService
+        do {
+            service = try ImageService(configuration: configuration)
+        } catch {
+            throw CommandFailure("cannot start: \(error)")
+        }
+        let router = Router()
+        service.addRoutes(to: router, metricsText: { registry.emitToString() })
+        let (host, port) = (self.host, self.port)
+        let app = Application(
+            router: router, configuration: .init(address: .hostname(host, port: port), serverName: nil),
+            onServerRunning: { channel in
+                let bound = channel.localAddress?.port ?? port
+                // The one line a supervisor or a test reads to find the port.
+                Terminal.line("listening on http://\(host):\(bound)")
+            },
+            logger: Logger(label: "imageloader.http"))
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                // Shut down in reverse order: the HTTP server first (finishing what is in
+                // flight), then the service and its loader.
+                services: [service, app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import ImageLoader
+import Logging
+import NIOCore
+
+extension ImageService {
+    /// Adds the service's routes to `router`, behind an access log (one line per
+    /// request, with its id, also sent back as `X-Request-Id`):
+    ///
+    /// | route | answer |
+    /// |---|---|
+    /// | `GET /{signature}/{options}/{source}` | the processed image (see ``ProcessingURL``) |
+    /// | `POST /info` | the body's format, size, frames, alpha and orientation, as JSON |
+    /// | `POST /upload/{options}` | the thumbnail of the body (when ``Configuration/allowsUploads``) |
+    /// | `GET /health` | `ok` |
+    /// | `GET /metrics` | the metrics, when `metricsText` is given (Prometheus text) |
+    ///
+    /// ```swift
+    /// let registry = PrometheusCollectorRegistry()
+    /// configuration.metricsFactory = PrometheusMetricsFactory(registry: registry)
+    /// let service = try ImageService(configuration: configuration)
+    /// service.addRoutes(to: router, metricsText: { registry.emitToString() })
+    /// ```
+    public func addRoutes<Context: RequestContext>(
+        to router: Router<Context>, metricsText: (@Sendable () -> String)? = nil
+    ) {
+        let group = router.group().add(middleware: AccessLog<Context>(logger: configuration.logger, metrics: metrics))
+        group.get("health") { _, _ in Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok\n"))) }
+        group.get("metrics") { _, _ in
+            guard let metricsText else { return Reply.failure(ServiceError(status: 404, "no metrics")).response }
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: metricsText())))
+        }
+        group.post("info") { request, _ in
+            await self.withBody(request) { body in self.info(of: body) }.response
+        }
+        group.post("upload/**") { request, _ in
+            guard self.configuration.allowsUploads else {
+                return Reply.failure(ServiceError(status: 404, "uploads are not enabled")).response
+            }
+            let path = request.uri.path.dropFirst("/upload".count)
+            return await self.withBody(request) { body in
+                await self.upload(
+                    optionsPath: path, body: body, accept: request.headers[.accept],
+                    contentType: request.headers[.contentType])
+            }.response
+        }
+        group.get("**") { request, _ in
+            let conditions = Conditions(
+                ifNoneMatch: request.headers[.ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince])
+            return await self.process(path: request.uri.path, accept: request.headers[.accept], conditions: conditions)
+                .response
+        }
+    }
+
+    /// Collects the request's body (at most the source limit, else 413) on a worker,
+    /// within the timeout, and answers with `body`.
+    private func withBody(_ request: Request, _ body: @escaping @Sendable ([UInt8]) async -> Reply) async -> Reply {
+        let maxBytes = configuration.maxSourceBytes
+        do {
+            return try await withTimeout {
+                try await self.admitted(PriorityHandle(.normal)) {
+                    let buffer: ByteBuffer
+                    do {
+                        buffer = try await request.body.collect(upTo: maxBytes)
+                    } catch is NIOTooManyBytesError {
+                        throw ServiceError(status: 413, "body larger than \(maxBytes) bytes")
+                    }
+                    return await body(Array(buffer.readableBytesView))
+                }
+            }
+        } catch {
+            return .failure(ServiceError.from(error))
+        }
+    }
+}
+
+/// An answer, before it becomes a Hummingbird `Response`.
+enum Reply: Sendable {
+    case image(ProcessedResult)
+    case notModified(ResponseMeta)
+    case json([UInt8])
+    case upload([UInt8], contentType: String)
+    case failure(ServiceError)
+
+    var response: Response {
+        switch self {
+        case .image(let result):
+            var headers = Reply.headers(result.meta)
+            headers[.contentType] = result.meta.contentType
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: result.bytes)))
+        case .notModified(let meta):
+            return Response(status: .notModified, headers: Reply.headers(meta))
+        case .json(let bytes):
+            return Response(
+                status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+                body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        case .upload(let bytes, let contentType):
+            return Response(
+                status: .ok, headers: [.contentType: contentType, .cacheControl: "no-store"],
+                body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        case .failure(let error):
+            var headers: HTTPFields = [.contentType: "text/plain; charset=utf-8"]
+            headers[.cacheControl] = error.cacheControl
+            if error.status == 503 { headers[.retryAfter] = "1" }
+            return Response(
+                status: HTTPResponse.Status(code: error.status), headers: headers,
+                body: .init(byteBuffer: ByteBuffer(string: error.message + "\n")))
+        }
+    }
+
+    /// The caching headers of an image or its 304.
+    private static func headers(_ meta: ResponseMeta) -> HTTPFields {
+        let maxAge = max(0, Int(meta.freshUntil.timeIntervalSinceNow.rounded(.down)))
+        var headers: HTTPFields = [.cacheControl: "public, max-age=\(maxAge)", .eTag: meta.entityTag]
+        if let lastModified = meta.lastModified { headers[.lastModified] = lastModified }
+        if meta.variesByAccept { headers[.vary] = "Accept" }
+        return headers
+    }
+}
+
+extension ServiceError {
+    /// `no-store`, except a 404 of the source, which may be cached briefly.
+    var cacheControl: String {
+        status == 404 && maxAge > 0 ? "public, max-age=\(maxAge)" : "no-store"
+    }
+}
+
+/// One line per request: its id, method, path, status, bytes sent and time taken; the
+/// id also goes back as `X-Request-Id`. Feeds the request and byte metrics.
+struct AccessLog<Context: RequestContext>: RouterMiddleware {
+    let logger: Logger
+    let metrics: ServiceMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        let start = ContinuousClock.now
+        let id = context.id
+        do {
+            var response = try await next(request, context)
+            response.headers[.requestID] = id
+            log(request, id: id, status: response.status.code, bytes: response.body.contentLength ?? 0, since: start)
+            return response
+        } catch {
+            let status = (error as? any HTTPResponseError)?.status.code ?? 500
+            log(request, id: id, status: status, bytes: 0, since: start)
+            throw error
+        }
+    }
+
+    private func log(_ request: Request, id: String, status: Int, bytes: Int, since start: ContinuousClock.Instant) {
+        metrics.responded(status: status, bytes: bytes)
+        let elapsed = ContinuousClock.now - start
+        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        logger.info(
+            "\(request.method) \(request.uri.path) \(status)",
+            metadata: [
+                "request_id": "\(id)", "bytes": "\(bytes)", "ms": "\(String(format: "%.1f", milliseconds))",
+            ])
+    }
+}
+
+extension HTTPField.Name {
+    static let requestID = HTTPField.Name("X-Request-Id")!
+}

@@ -1,0 +1,369 @@
+import CoreMetrics
+import Foundation
+import ImageLoader
+import Logging
+import NIOPosix
+import RasterImage
+import ServiceLifecycle
+
+/// A thumbnail service that speaks imgproxy's URLs: parse and check the URL, fetch the
+/// source through an ``ImageLoader`` (its RFC 9111 disk cache, one download per URL),
+/// make the thumbnail on a bounded number of workers, and answer with the caching
+/// headers a CDN needs. Mount it in your own Hummingbird router
+/// (``addRoutes(to:)``), or run `imageloader serve`.
+///
+/// ```swift
+/// var configuration = ImageService.Configuration()
+/// configuration.signature = try URLSignature(hexPairs: [(key: key, salt: salt)])
+/// let service = try ImageService(configuration: configuration)
+/// let router = Router()
+/// service.addRoutes(to: router)
+/// let app = Application(router: router)
+/// try await ServiceGroup(services: [service, app], gracefulShutdownSignals: [.sigterm], logger: logger).run()
+/// ```
+///
+/// Every request is bounded: at most ``Configuration/workers`` are fetched and processed
+/// at once and ``Configuration/queue`` wait; beyond that the answer is an immediate 503
+/// with `Retry-After`, so memory and latency stay bounded under any load. Identical
+/// requests in flight share one result; results are kept in memory while their source
+/// is fresh.
+public final class ImageService: Service, Sendable {
+    /// The service's settings; the defaults are safe on the open internet.
+    public struct Configuration: Sendable {
+        /// Key and salt pairs URLs are signed with; `nil` (and no `allowsUnsigned`): every URL is refused.
+        public var signature: URLSignature?
+        /// Serve `insecure` and `_` in place of a signature.
+        public var allowsUnsigned = false
+        /// Which sources may be fetched (prefixes, the local root).
+        public var sources = SourcePolicy()
+        /// Which addresses sources may be fetched from: public ones only by default.
+        public var network = NetworkPolicy.publicOnly
+        /// The largest source, in bytes.
+        public var maxSourceBytes = 64 << 20
+        /// The largest source, in pixels (width x height of a frame).
+        public var maxSourcePixels = 50_000_000
+        /// The longest side a result may have.
+        public var maxResultSide = 8192
+        /// The longest a request may take, queueing, fetching and processing included.
+        public var timeout: Duration = .seconds(10)
+        /// Seconds of `max-age` when the source states no freshness (local files, or a
+        /// response without `max-age` or `Expires`).
+        public var ttl = 3600
+        /// Seconds a 404 of the source may be cached downstream.
+        public var notFoundTTL = 60
+        /// Requests fetched and processed at once.
+        public var workers = ProcessInfo.processInfo.activeProcessorCount
+        /// Requests waiting for a worker before the service answers 503; `nil`: 4 per worker.
+        public var queue: Int?
+        /// Bytes of processed images kept in memory; 0 keeps none.
+        public var resultCacheBytes = 128 << 20
+        /// Serve `POST /upload/{options}`.
+        public var allowsUploads = false
+        /// The quality of JPEG results when the URL names none.
+        public var jpegQuality = 80
+        /// The quality of WebP results when the URL names none.
+        public var webPQuality = 75
+        /// The loader's settings (disk cache folder and size, HTTP). The service sets
+        /// the source limits, the timeout and the address filter on it, and keeps no
+        /// decoded images in its memory cache (the result cache holds what is sent).
+        public var loader = ImageLoader.Configuration()
+        /// Where the metrics go; `nil`: the process's `MetricsSystem`.
+        public var metricsFactory: (any MetricsFactory)?
+        /// The access log (one line per request) and the service's warnings.
+        public var logger = Logger(label: "ImageService")
+
+        /// The defaults: signed URLs only, public sources only, the limits above.
+        public init() {}
+
+        /// Requests that may wait for a worker.
+        var queueLimit: Int { queue ?? 4 * max(1, workers) }
+    }
+
+    public let configuration: Configuration
+    let loader: ImageLoader
+    private let results: ResultCache?
+    private let admission: WorkScheduler
+    private let shared = SharedStage<ProcessingKey, ProcessingOutcome>()
+    let metrics: ServiceMetrics
+    private let decoder = ImageDecoder()
+    private let limits: DecodingLimits
+
+    /// A service with its own loader, made from `configuration.loader` and the limits.
+    public init(configuration: Configuration) throws {
+        self.configuration = configuration
+        var loaderConfiguration = configuration.loader
+        loaderConfiguration.cacheImagesInMemory = false
+        loaderConfiguration.http.maxResponseBytes = configuration.maxSourceBytes
+        loaderConfiguration.http.timeout = configuration.timeout
+        if !configuration.network.allowsPrivateNetworks {
+            let policy = configuration.network
+            loaderConfiguration.http.addressFilter = { text in IPAddress(text).map(policy.allows) ?? false }
+        }
+        var limits = loaderConfiguration.decodingOptions.limits
+        limits.maxInputBytes = configuration.maxSourceBytes
+        limits.maxPixelsPerFrame = configuration.maxSourcePixels
+        loaderConfiguration.decodingOptions.limits = limits
+        self.limits = limits
+        loader = try ImageLoader(configuration: loaderConfiguration)
+        results = configuration.resultCacheBytes > 0 ? ResultCache(maxBytes: configuration.resultCacheBytes) : nil
+        admission = WorkScheduler(
+            limit: max(1, configuration.workers), order: .fifo, maxWaiting: configuration.queueLimit)
+        metrics = ServiceMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
+    }
+
+    /// Waits for graceful shutdown (the HTTP server, started after this service in a
+    /// `ServiceGroup`, stops first and finishes what is in flight), then shuts the
+    /// loader down.
+    public func run() async throws {
+        try await loader.run()
+    }
+
+    /// Shuts the loader down (for use without a `ServiceGroup`).
+    public func shutdown() async throws {
+        try await loader.shutdown()
+    }
+
+    // MARK: Processing
+
+    /// The answer to `GET {path}`, a processing URL, with the request's `Accept` and
+    /// conditional header fields.
+    func process(path: String, accept: String?, conditions: Conditions) async -> Reply {
+        do {
+            let url = try ProcessingURL.parse(
+                path, signature: configuration.signature, allowsUnsigned: configuration.allowsUnsigned)
+            let allowed = try configuration.sources.check(url.source)
+            let acceptsWebP = url.format == nil && accept.map(ResponseRules.accepts(webP:)) == true
+            let key = ResultKey(source: allowed.text, options: url.options, acceptsWebP: acceptsWebP)
+            if let results, let hit = results.fresh(key, at: Date()) {
+                metrics.hit("result")
+                return conditions.matches(hit.meta) ? .notModified(hit.meta) : .image(hit)
+            }
+            let outcome = try await withTimeout {
+                try await self.shared.value(
+                    for: ProcessingKey(result: key, conditions: conditions), product: nil,
+                    priority: PriorityHandle(.normal)
+                ) { priority, _ in
+                    try await self.admitted(priority) {
+                        try await self.produce(url, allowed, key, conditions)
+                    }
+                }.value
+            }
+            switch outcome {
+            case .notModified(let meta): return .notModified(meta)
+            case .processed(let result): return .image(result)
+            }
+        } catch {
+            var failure = ServiceError.from(error)
+            if failure.status == 404 { failure.maxAge = configuration.notFoundTTL }
+            return .failure(failure)
+        }
+    }
+
+    /// Runs `body` on a worker: waits in the queue, or fails at once with 503 when it is full.
+    func admitted<T: Sendable>(_ priority: PriorityHandle, _ body: () async throws -> T) async throws -> T {
+        metrics.queue(admission.waiting)
+        do {
+            return try await admission.run(priority: priority, body)
+        } catch is WorkScheduler.Full {
+            throw ServiceError.overloaded
+        }
+    }
+
+    /// `body`, or 504 once the request's timeout passes (`body` is then cancelled).
+    func withTimeout<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let timeout = configuration.timeout
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let value = first else { throw ServiceError.timedOut }
+            return value
+        }
+    }
+
+    /// Fetches the source, answers 304 when the conditions match its entity tag, or
+    /// makes the image and keeps it in the result cache.
+    private func produce(
+        _ url: ProcessingURL, _ allowed: SourcePolicy.Allowed, _ key: ResultKey, _ conditions: Conditions
+    ) async throws -> ProcessingOutcome {
+        let source = try await metrics.timingFetch { try await fetch(allowed) }
+        metrics.hit(source.tier)
+        let info: ImageInfo
+        do {
+            info = try decoder.info(.bytes(source.bytes), options: DecodingOptions(limits: limits))
+        } catch {
+            throw ServiceError.from(error)
+        }
+        let (format, variesByAccept) = ResponseRules.format(
+            requested: url.format, accept: key.acceptsWebP ? "image/webp" : nil, hasAlpha: info.hasAlpha)
+        let now = Date()
+        let freshFor = min(source.freshFor ?? TimeInterval(configuration.ttl), ImageService.maxFreshness)
+        let meta = ResponseMeta(
+            contentType: format.contentType,
+            entityTag: ResponseRules.entityTag(
+                source: key.source, validator: source.validator, options: url.options, format: format),
+            lastModified: source.lastModified, variesByAccept: variesByAccept,
+            freshUntil: now.addingTimeInterval(freshFor))
+        if conditions.matches(meta) { return .notModified(meta) }
+        let upright = info.orientation.swapsDimensions ? (info.height, info.width) : (info.width, info.height)
+        var options = try url.options.thumbnailOptions(
+            sourceWidth: upright.0, sourceHeight: upright.1, maxResultSide: configuration.maxResultSide)
+        options.outputFormat = outputFormat(format, quality: url.options.quality)
+        let bytes = try await metrics.timingProcessing {
+            try await thumbnail(of: source.bytes, options: options, contentType: source.contentType)
+        }
+        let result = ProcessedResult(bytes: bytes, meta: meta)
+        if let results, freshFor > 0 { results.insert(result, for: key) }
+        return .processed(result)
+    }
+
+    /// The encoded thumbnail of `bytes`, made on the loader's workers with its limits.
+    func thumbnail(of bytes: [UInt8], options: ThumbnailOptions, contentType: String?) async throws -> [UInt8] {
+        let loaded = try await loader.thumbnail(of: bytes, options: options, declaredContentType: contentType)
+        guard let encoded = loaded.encoded else { throw ServiceError(status: 500, "no encoded result") }
+        return encoded.bytes
+    }
+
+    func outputFormat(_ format: ProcessingOptions.Format, quality: Int?) -> OutputFormat {
+        switch format {
+        case .jpeg: .jpeg(JPEGEncoder(quality: quality ?? configuration.jpegQuality, includeICCProfile: false))
+        case .png: .png(PNGEncoder(includeICCProfile: false))
+        case .webp: .webp(WebPEncoder(quality: quality ?? configuration.webPQuality, includeICCProfile: false))
+        }
+    }
+
+    /// A year: the longest `max-age` the service sends.
+    static let maxFreshness: TimeInterval = 365 * 86_400
+
+    /// The source's bytes and what identifies their version.
+    private func fetch(_ allowed: SourcePolicy.Allowed) async throws -> SourceData {
+        switch allowed {
+        case .remote(let url):
+            let data = try await loader.data(for: url)
+            let validator =
+                data.value("ETag") ?? data.value("Last-Modified").map { "date:" + $0 }
+                ?? "sha256:" + ResponseRules.digest(data.bytes)
+            let tier =
+                switch data.source {
+                case .disk: "disk"
+                case .memory: "memory"
+                case .networkNotModified: "revalidated"
+                default: "network"
+                }
+            return SourceData(
+                bytes: data.bytes, contentType: data.value("Content-Type"), validator: validator,
+                lastModified: data.value("Last-Modified"), freshFor: data.freshFor, tier: tier)
+        case .file(let path):
+            let maxBytes = configuration.maxSourceBytes
+            let read = try await NIOThreadPool.singleton.runIfActive { () -> Result<(FileStatus, [UInt8]), ServiceError> in
+                guard let status = FileSystem.status(path) else {
+                    return .failure(ServiceError(status: 404, "source not found"))
+                }
+                guard status.size <= maxBytes else {
+                    return .failure(ServiceError(status: 413, "source larger than \(maxBytes) bytes"))
+                }
+                guard let bytes = FileSystem.readRegularFile(path, maxBytes: maxBytes) else {
+                    return .failure(ServiceError(status: 404, "source not found"))
+                }
+                return .success((status, bytes))
+            }
+            let (status, bytes) = try read.get()
+            return SourceData(
+                bytes: bytes, contentType: nil,
+                validator: "file:\(status.size)-\(status.modifiedSeconds)-\(status.modifiedNanoseconds)",
+                lastModified: HTTPDate.format(Date(timeIntervalSince1970: TimeInterval(status.modifiedSeconds))),
+                freshFor: nil, tier: "local")
+        }
+    }
+
+    // MARK: Info and uploads
+
+    /// `POST /info`: what the header of the body says, as JSON.
+    func info(of body: [UInt8]) -> Reply {
+        do {
+            let info = try decoder.info(.bytes(body), options: DecodingOptions(limits: limits))
+            let fields: [(String, String)] = [
+                ("format", "\"\(info.format)\""), ("width", String(info.width)), ("height", String(info.height)),
+                ("frames", String(info.frameCount)), ("hasAlpha", String(info.hasAlpha)),
+                ("orientation", String(info.orientation.rawValue)), ("contentType", "\"\(info.contentType)\""),
+            ]
+            let json = "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}\n"
+            return .json(Array(json.utf8))
+        } catch {
+            return .failure(ServiceError.from(error))
+        }
+    }
+
+    /// `POST /upload/{options}`: the thumbnail of the body, never cached downstream.
+    func upload(optionsPath: Substring, body: [UInt8], accept: String?, contentType: String?) async -> Reply {
+        do {
+            let options = try ProcessingURL.parseOptions(optionsPath)
+            let info = try decoder.info(.bytes(body), options: DecodingOptions(limits: limits))
+            let (format, _) = ResponseRules.format(requested: options.format, accept: accept, hasAlpha: info.hasAlpha)
+            let upright = info.orientation.swapsDimensions ? (info.height, info.width) : (info.width, info.height)
+            var thumbnail = try options.thumbnailOptions(
+                sourceWidth: upright.0, sourceHeight: upright.1, maxResultSide: configuration.maxResultSide)
+            thumbnail.outputFormat = outputFormat(format, quality: options.quality)
+            let made = thumbnail
+            let bytes = try await metrics.timingProcessing {
+                try await self.thumbnail(of: body, options: made, contentType: contentType)
+            }
+            return .upload(bytes, contentType: format.contentType)
+        } catch {
+            return .failure(ServiceError.from(error))
+        }
+    }
+}
+
+/// What identifies a shared run: the result, and the request's conditions (a 304 is
+/// decided inside the run, before any processing).
+struct ProcessingKey: Hashable, Sendable {
+    let result: ResultKey
+    let conditions: Conditions
+}
+
+enum ProcessingOutcome: Sendable {
+    case notModified(ResponseMeta)
+    case processed(ProcessedResult)
+}
+
+/// The request's conditional header fields.
+struct Conditions: Hashable, Sendable {
+    var ifNoneMatch: String?
+    var ifModifiedSince: String?
+
+    /// Whether a response with `meta` is "not modified" for these conditions
+    /// (RFC 9110 §13.2.2: `If-None-Match` first; `If-Modified-Since` only without it).
+    func matches(_ meta: ResponseMeta) -> Bool {
+        if let ifNoneMatch { return ResponseRules.matches(ifNoneMatch: ifNoneMatch, tag: meta.entityTag) }
+        guard let ifModifiedSince, let since = HTTPDate.parse(ifModifiedSince),
+            let modified = meta.lastModified.flatMap(HTTPDate.parse)
+        else { return false }
+        return modified <= since
+    }
+}
+
+/// A source as fetched.
+struct SourceData: Sendable {
+    let bytes: [UInt8]
+    let contentType: String?
+    /// What changes when the source changes: its ETag, its Last-Modified, a digest.
+    let validator: String
+    let lastModified: String?
+    let freshFor: TimeInterval?
+    /// Where it came from, for the hit metrics.
+    let tier: String
+}
+
+extension SourcePolicy.Allowed {
+    /// The source as text, for keys and tags.
+    var text: String {
+        switch self {
+        case .remote(let url): url.absoluteString
+        case .file(let path): "local://" + path
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import ImageLoader
+import RasterImage
+
+/// Why a request got no image: an HTTP status and a short text, never a stack trace.
+///
+/// | status | when |
+/// |---|---|
+/// | 400 | malformed URL, unknown option, bad argument, a result larger than the limit |
+/// | 403 | bad signature, unsigned URL not allowed, source not allowed, private address |
+/// | 404 | the source does not exist |
+/// | 413 | the source has more bytes or pixels than the limits |
+/// | 415 | the source is not an accepted image type |
+/// | 422 | the source cannot be decoded |
+/// | 502 | the source failed (an error status, a broken response, no connection) |
+/// | 503 | overloaded (with `Retry-After`), or shutting down |
+/// | 504 | the source or the processing took longer than the timeout |
+public struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let status: Int
+    public let message: String
+    /// Seconds the answer may be cached downstream (a source's 404); 0: `no-store`.
+    var maxAge = 0
+
+    public init(status: Int, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+
+    public var description: String { "\(status) \(message)" }
+
+    static let overloaded = ServiceError(status: 503, "overloaded, retry later")
+    static let timedOut = ServiceError(status: 504, "timed out")
+
+    /// The status and text for anything a request can throw.
+    static func from(_ error: any Error) -> ServiceError {
+        switch error {
+        case let error as ServiceError: return error
+        case let error as ProcessingURL.Failure: return ServiceError(status: error.status, error.description)
+        case let error as SourcePolicy.Forbidden: return ServiceError(status: 403, error.description)
+        case let error as ProcessingOptions.ResultTooLarge: return ServiceError(status: 400, error.description)
+        case let error as ImageLoadingError: return from(error)
+        case let error as ImageDecodingError: return from(error)
+        case is CancellationError: return ServiceError(status: 503, "cancelled")
+        default: return ServiceError(status: 500, "internal error")
+        }
+    }
+
+    static func from(_ error: ImageLoadingError) -> ServiceError {
+        switch error.reason {
+        case .httpStatus(let status), .rememberedFailure(let status?, _):
+            return status == 404 || status == 410
+                ? ServiceError(status: 404, "source not found")
+                : ServiceError(status: 502, "source answered \(status)")
+        case .rememberedFailure(nil, _): return ServiceError(status: 502, "source failed recently")
+        case .timeout: return ServiceError(status: 504, "source timed out")
+        case .responseTooLarge(let limit): return ServiceError(status: 413, "source larger than \(limit) bytes")
+        case .contentType(let why): return ServiceError(status: 415, why.description)
+        case .decoding(let why): return from(why)
+        case .forbiddenAddress: return ServiceError(status: 403, "source address not allowed")
+        case .network, .invalidResponse, .tooManyRedirects, .unsupportedURL:
+            return ServiceError(status: 502, "source failed")
+        case .cancelled, .shutDown: return ServiceError(status: 503, "shutting down")
+        }
+    }
+
+    static func from(_ error: ImageDecodingError) -> ServiceError {
+        switch error.reason {
+        case .inputTooLarge, .tooManyPixels, .tooManyFrames, .tooManyBytes, .tooMuchWorkingMemory, .tooMuchWork,
+            .tooManyScans:
+            return ServiceError(status: 413, error.description)
+        case .unrecognizedFormat: return ServiceError(status: 415, error.description)
+        default: return ServiceError(status: 422, error.description)
+        }
+    }
+}
