@@ -129,7 +129,12 @@ let package = Package(
         .testTarget(
             name: "CommandLineTests",
             // Runs the built executable; the dependency makes sure it is built first.
-            dependencies: ["RasterImage", "ImageLoader", "ImageLoaderCLI", "TestOrigin"]
+            dependencies: [
+                "RasterImage", "ImageLoader", "ImageService", "ImageLoaderCLI", "TestOrigin",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,400 @@
+import Foundation
+import RasterImage
+import TestOrigin
+import Testing
+
+import ImageService
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `imageloader serve` as a real process, driven over HTTP: signatures, options, format
+/// negotiation, validators, errors, address checks, overload and shutdown.
+@Suite("imageloader serve", .serialized)
+struct ServeCommandTests {
+    static let key = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
+    static let salt = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
+    static let images = Command.fixture("images")
+    static let jpeg = ("Content-Type", "image/jpeg")
+
+    /// Starts a server, runs `body`, and stops the server whatever happens.
+    func serving(_ arguments: [String], _ body: (ServedProcess) async throws -> Void) async throws {
+        let server = try await ServedProcess.start(arguments)
+        defer { server.kill() }
+        try await body(server)
+    }
+
+    func decoded(_ answer: ServedProcess.Answer) throws -> RasterImage {
+        try ImageDecoder().decode(.bytes(answer.body))
+    }
+
+    /// base64url of `text`, as imgproxy's URL builders write it.
+    func encoded(_ text: String) -> String {
+        Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    @Test("URLs made by the imgproxy package from PyPI are served; bad, unsigned and rotated signatures answer as they should")
+    func signedURLs() async throws {
+        // The second pair stands for a key being rotated in.
+        let newKey = String(repeating: "ab", count: 32)
+        let newSalt = String(repeating: "cd", count: 16)
+        try await serving([
+            "--key", Self.key, "--salt", Self.salt, "--key", newKey, "--salt", newSalt, "--local-root", Self.images,
+        ]) { server in
+            // Made by `imgproxy` 1.0.0 from PyPI (scripts/imgproxy-urls.py), with the key and salt above.
+            let clientURLs: [(String, Int, Int, ImageFormat)] = [
+                (
+                    "/hZFrgZXo0Vc8PmsN_vbSUwLkJbPMFjJSUMM9xQTa098/g:ce/rs:fill:300:200:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw.webp",
+                    300, 200, .webp
+                ),
+                (
+                    "/Oi8Y2ZvCUepZnE2oEnav8jqAb8jkypOm7J7fNjijm1Q/q:70/g:sowe/rs:auto:64:64:0/bG9jYWw6Ly8vcG5nLXBob3RvLWFscGhhLnBuZw",
+                    64, 64, .png
+                ),
+            ]
+            for (path, width, height, format) in clientURLs {
+                let answer = try await server.get(path)
+                #expect(answer.status == 200, "\(path): \(answer.text)")
+                let image = try decoded(answer)
+                #expect(image.width == width && image.height == height && image.format == format)
+            }
+            var tampered = clientURLs[0].0
+            tampered.replace("rs:fill:300", with: "rs:fill:301")
+            #expect(try await server.get(tampered).status == 403)
+            let unsigned = "/insecure/g:ce/rs:fit:120:0:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw"
+            let refused = try await server.get(unsigned)
+            #expect(refused.status == 403 && refused.header("Cache-Control") == "no-store")
+
+            let rotated = try URLSignature(hexPairs: [(newKey, newSalt)])
+            let path = "/w:50/" + encoded("local:///jpeg-800x600.jpg")
+            let answer = try await server.get("/" + rotated.sign(path) + path)
+            #expect(answer.status == 200)
+            #expect(try decoded(answer).width == 50)
+        }
+        try await serving(["--allow-unsigned", "--local-root", Self.images]) { server in
+            let answer = try await server.get("/insecure/g:ce/rs:fit:120:0:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw")
+            #expect(answer.status == 200)
+            let image = try decoded(answer)
+            #expect(image.width == 120 && image.height == 90)
+        }
+    }
+
+    @Test("every option changes the result as imgproxy documents it")
+    func options() async throws {
+        try await Command.withTemporaryDirectory { directory in
+            // Left half red, right half blue, top row of the right half green: where a
+            // crop lands shows in its colours.
+            var pixels: [UInt8] = []
+            for y in 0..<100 {
+                for x in 0..<200 {
+                    pixels += x < 100 ? [255, 0, 0, 255] : (y < 10 ? [0, 255, 0, 255] : [0, 0, 255, 255])
+                }
+            }
+            let halves = try RasterImage(width: 200, height: 100, pixels: pixels, hasAlpha: false)!
+                .encoded(as: .png(PNGEncoder()))
+            try Data(halves.bytes).write(to: directory.appendingPathComponent("halves.png"))
+            let photo = "/plain/local:///jpeg-800x600.jpg"
+            let halvesSource = "/plain/local:///halves.png"
+            try FileManager.default.copyItem(
+                atPath: Self.images + "/jpeg-800x600.jpg", toPath: directory.appendingPathComponent("jpeg-800x600.jpg").path)
+            try await serving(["--allow-unsigned", "--local-root", directory.path, "--max-result-size", "2000"]) { server in
+                let sizes: [(String, Int, Int)] = [
+                    ("rs:fill:300:200", 300, 200), ("resize:fit:300:300", 300, 225), ("w:100", 100, 75),
+                    ("width:100/height:30", 40, 30), ("s:50:50", 50, 38), ("size:50:0", 50, 38),
+                    ("rs:force:50:50", 50, 50), ("rt:force/w:10/h:90", 10, 90), ("resizing_type:fill/s:90:90", 90, 90),
+                    ("w:100/dpr:2", 200, 150), ("w:1600", 800, 600), ("w:1600/el:1", 1600, 1200),
+                    ("w:1600/enlarge:t", 1600, 1200), ("rs:fill-down:1600:1200", 800, 600),
+                    ("rs:fill-down:1000:500", 800, 400), ("rs:auto:100:300", 100, 75), ("rs:auto:300:100", 300, 100),
+                ]
+                for (options, width, height) in sizes {
+                    let answer = try await server.get("/insecure/\(options)\(photo)")
+                    #expect(answer.status == 200, "\(options): \(answer.text)")
+                    let image = try decoded(answer)
+                    #expect(image.width == width && image.height == height, "\(options): \(image.width)x\(image.height)")
+                }
+                // Gravity: a square crop of the 2:1 image keeps one half.
+                for (gravity, expected) in [("we", (255, 0, 0)), ("ea", (0, 0, 255)), ("noea", (0, 255, 0))] {
+                    let answer = try await server.get("/insecure/rs:fill:40:40/g:\(gravity)/f:png\(halvesSource)")
+                    let image = try decoded(answer)
+                    let pixel = try #require(image.pixel(x: 20, y: gravity == "noea" ? 1 : 20))
+                    let distance = [
+                        abs(Int(pixel.r) - expected.0), abs(Int(pixel.g) - expected.1), abs(Int(pixel.b) - expected.2),
+                    ].max()!
+                    #expect(distance < 48, "g:\(gravity) \(pixel)")
+                }
+                // Quality, and the format from f:, ext:, the extension and @.
+                let low = try await server.get("/insecure/w:400/q:10/f:jpg\(photo)")
+                let high = try await server.get("/insecure/w:400/quality:95/format:jpeg\(photo)")
+                #expect(low.body.count * 2 < high.body.count)
+                for (path, format) in [
+                    ("/insecure/w:64/ext:png\(photo)", ImageFormat.png),
+                    ("/insecure/w:64\(photo)@webp", .webp),
+                    ("/insecure/w:64/" + encoded("local:///jpeg-800x600.jpg") + ".png", .png),
+                ] {
+                    let answer = try await server.get(path)
+                    #expect(answer.header("Content-Type") == "image/\(format.rawValue)", "\(path)")
+                    #expect(try decoded(answer).format == format)
+                }
+                for bad in ["rs:wrong:10:10", "w:-1", "q:101", "nope:1", "dpr:9", "g:up", "f:gif", "w:10:20"] {
+                    let answer = try await server.get("/insecure/\(bad)\(photo)")
+                    #expect(answer.status == 400 && answer.header("Cache-Control") == "no-store", "\(bad)")
+                }
+                #expect(try await server.get("/insecure/w:2001\(photo)").status == 400)
+            }
+        }
+    }
+
+    @Test("the format follows Accept when the URL names none, and then the answer varies by Accept")
+    func acceptNegotiation() async throws {
+        try await serving(["--allow-unsigned", "--local-root", Self.images]) { server in
+            let photo = "/insecure/w:64/plain/local:///jpeg-800x600.jpg"
+            let alpha = "/insecure/w:64/plain/local:///png-photo-alpha.png"
+            let cases: [(String, String?, String, Bool)] = [
+                (photo, "image/avif,image/webp,*/*", "image/webp", true),
+                (photo, "image/webp;q=0, image/*", "image/jpeg", true),
+                (photo, nil, "image/jpeg", true),
+                (alpha, "*/*", "image/png", true),
+                (alpha, "image/webp", "image/webp", true),
+                (photo + "@png", "image/webp", "image/png", false),
+            ]
+            for (path, accept, contentType, varies) in cases {
+                let answer = try await server.get(path, headers: accept.map { [("Accept", $0)] } ?? [])
+                #expect(answer.header("Content-Type") == contentType, "\(path) \(accept ?? "-")")
+                #expect((answer.header("Vary") == "Accept") == varies, "\(path) \(accept ?? "-")")
+            }
+            let webp = try await server.get(photo, headers: [("Accept", "image/webp")])
+            let jpeg = try await server.get(photo)
+            #expect(webp.header("ETag") != jpeg.header("ETag"))
+        }
+    }
+
+    @Test("ETag and Last-Modified: conditional requests get 304, without processing after a restart")
+    func validators() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        let photo = TestAssets.bytes("jpeg-800x600.jpg")
+        origin.serve(
+            "/p.jpg",
+            .init(
+                headers: [
+                    Self.jpeg, ("ETag", "\"v1\""), ("Last-Modified", "Tue, 03 Nov 2026 10:00:00 GMT"),
+                    ("Cache-Control", "max-age=600"),
+                ], body: photo))
+        try await Command.withTemporaryDirectory { directory in
+            let arguments = ["--allow-unsigned", "--allow-private-networks", "--cache-dir", directory.path]
+            let path = "/insecure/rs:fit:100:100/plain/" + origin.url("/p.jpg").absoluteString
+            var tag = ""
+            try await serving(arguments) { server in
+                let first = try await server.get(path)
+                #expect(first.status == 200)
+                tag = try #require(first.header("ETag"))
+                #expect(tag.hasPrefix("\"") && !tag.hasPrefix("W/"))
+                #expect(first.header("Last-Modified") == "Tue, 03 Nov 2026 10:00:00 GMT")
+                let maxAge = first.header("Cache-Control").flatMap { Int($0.split(separator: "=").last ?? "") } ?? 0
+                #expect(first.header("Cache-Control")?.hasPrefix("public, max-age=") == true)
+                #expect((590...600).contains(maxAge), "max-age \(maxAge) from the source's 600")
+
+                let again = try await server.get(path, headers: [("If-None-Match", tag)])
+                #expect(again.status == 304 && again.body.isEmpty && again.header("ETag") == tag)
+                let since = try await server.get(path, headers: [("If-Modified-Since", "Wed, 04 Nov 2026 10:00:00 GMT")])
+                #expect(since.status == 304)
+                let older = try await server.get(path, headers: [("If-Modified-Since", "Mon, 02 Nov 2026 10:00:00 GMT")])
+                #expect(older.status == 200)
+                let otherTag = try await server.get(path, headers: [("If-None-Match", "\"other\"")])
+                #expect(otherTag.status == 200)
+            }
+            // A new process has no results in memory: the source comes from the disk
+            // cache, its tag matches, and nothing is processed.
+            try await serving(arguments) { server in
+                let answer = try await server.get(path, headers: [("If-None-Match", tag)])
+                #expect(answer.status == 304)
+                #expect(try await server.metric("imageservice_processing_seconds_count") == 0)
+                #expect(origin.count("/p.jpg") == 1)
+            }
+        }
+    }
+
+    @Test("each failure answers with its status, a short text and no-store; a missing source may be cached briefly")
+    func errors() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        let photo = TestAssets.bytes("jpeg-800x600.jpg")
+        origin.serve("/missing.jpg", .init(status: 404))
+        origin.serve("/broken.jpg", .init(status: 500))
+        origin.serve("/text.jpg", .init(headers: [("Content-Type", "text/plain")], body: Array("hello".utf8)))
+        // The header cut off before the first scan.
+        origin.serve("/corrupt.jpg", .init(headers: [Self.jpeg], body: Array(photo.prefix(300))))
+        origin.serve("/slow.jpg", .init(headers: [Self.jpeg], body: photo, delay: 3))
+        origin.serve("/large.jpg", .init(headers: [Self.jpeg], body: photo))
+        try await serving([
+            "--allow-unsigned", "--allow-private-networks", "--timeout", "1", "--max-src-bytes", "150000",
+            "--max-src-pixels", "400000", "--local-root", Self.images, "--disk-cache-mb", "0",
+        ]) { server in
+            func status(_ source: String) async throws -> ServedProcess.Answer {
+                try await server.get("/insecure/w:50/plain/" + source)
+            }
+            let missing = try await status(origin.url("/missing.jpg").absoluteString)
+            #expect(missing.status == 404 && missing.header("Cache-Control") == "public, max-age=60")
+            #expect(missing.text == "source not found\n")
+            let expected: [(String, Int)] = [
+                (origin.url("/broken.jpg").absoluteString, 502),
+                (origin.url("/text.jpg").absoluteString, 415),
+                (origin.url("/corrupt.jpg").absoluteString, 422),
+                (origin.url("/slow.jpg").absoluteString, 504),
+                (origin.url("/large.jpg").absoluteString, 413),  // 173,777 bytes
+                ("local:///jpeg-800x600.jpg", 413),  // 480,000 pixels
+                ("local:///../CommandLineTests/ServeCommandTests.swift", 403),
+                ("local:///nothing-here.jpg", 404),
+                ("ftp://example.com/a.jpg", 400),
+            ]
+            for (source, code) in expected {
+                let answer = try await status(source)
+                #expect(answer.status == code, "\(source): \(answer.status) \(answer.text)")
+                #expect(answer.header("Content-Type") == "text/plain; charset=utf-8")
+                #expect(code == 404 || answer.header("Cache-Control") == "no-store", "\(source)")
+                #expect(answer.body.count < 200 && !answer.text.contains("Swift"), "\(source): \(answer.text)")
+            }
+        }
+        try await serving(["--allow-unsigned", "--allow-private-networks", "--allow-source", "https://images.example.com/"]) {
+            server in
+            let answer = try await server.get("/insecure/w:50/plain/" + origin.url("/large.jpg").absoluteString)
+            #expect(answer.status == 403 && answer.text == "source not allowed\n")
+        }
+    }
+
+    @Test("sources on loopback, private and link-local addresses are refused, also after a redirect")
+    func networkSafety() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        origin.serve("/a.png", .init(headers: [("Content-Type", "image/png")], body: TestAssets.png))
+        // 127.0.0.2 is loopback too, but not the address allowed below.
+        origin.serve("/hop", .init(status: 302, headers: [("Location", "http://127.0.0.2:\(origin.port)/a.png")]))
+        try await serving(["--allow-unsigned", "--timeout", "3"]) { server in
+            let port = origin.port
+            for source in [
+                "http://127.0.0.1:\(port)/a.png", "http://localhost:\(port)/a.png", "http://[::1]:\(port)/a.png",
+                "http://[::ffff:127.0.0.1]:\(port)/a.png", "http://10.0.0.1/a.png", "http://169.254.169.254/a.png",
+                "http://192.168.1.1/a.png", "http://100.64.0.1/a.png", "http://[fd00::1]/a.png", "http://0.0.0.0:\(port)/a.png",
+            ] {
+                let answer = try await server.get("/insecure/w:10/plain/" + source)
+                #expect(answer.status == 403, "\(source): \(answer.status) \(answer.text)")
+            }
+            #expect(origin.count("/a.png") == 0)
+        }
+        try await serving(["--allow-unsigned", "--allow-address", "127.0.0.1"]) { server in
+            let direct = try await server.get("/insecure/w:10/plain/" + origin.url("/a.png").absoluteString)
+            #expect(direct.status == 200)
+            let redirected = try await server.get("/insecure/w:10/plain/" + origin.url("/hop").absoluteString)
+            #expect(redirected.status == 403, "\(redirected.status) \(redirected.text)")
+            #expect(origin.count("/hop") == 1 && origin.count("/a.png") == 1)
+        }
+    }
+
+    @Test("past the workers and the queue the answer is an immediate 503 with Retry-After; identical requests share one run")
+    func overload() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        let photo = TestAssets.bytes("jpeg-800x600.jpg")
+        for index in 0..<8 {
+            origin.serve("/slow\(index).jpg", .init(headers: [Self.jpeg, ("Cache-Control", "max-age=60")], body: photo, delay: 1.5))
+        }
+        try await serving(["--allow-unsigned", "--allow-private-networks", "--workers", "1", "--queue", "1"]) { server in
+            let start = ContinuousClock.now
+            let answers = try await withThrowingTaskGroup(of: (Int, String?, Duration).self) { group in
+                for index in 0..<8 {
+                    group.addTask {
+                        let answer = try await server.get(
+                            "/insecure/w:50/plain/" + origin.url("/slow\(index).jpg").absoluteString)
+                        return (answer.status, answer.header("Retry-After"), ContinuousClock.now - start)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let refused = answers.filter { $0.0 == 503 }
+            let served = answers.filter { $0.0 == 200 }
+            #expect(served.count == 2, "\(answers)")
+            #expect(refused.count == 6 && refused.allSatisfy { $0.1 == "1" })
+            #expect(refused.allSatisfy { $0.2 < .seconds(1.4) }, "503s came at once: \(refused)")
+
+            // Ten identical requests: one fetch, one processing.
+            let processedBefore = try await server.metric("imageservice_processing_seconds_count")
+            let shared = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<10 {
+                    group.addTask {
+                        try await server.get("/insecure/w:60/plain/" + origin.url("/slow7.jpg").absoluteString).status
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(shared.allSatisfy { $0 == 200 }, "\(shared)")
+            #expect(origin.count("/slow7.jpg") <= 1)
+            #expect(try await server.metric("imageservice_processing_seconds_count") == processedBefore + 1)
+        }
+    }
+
+    @Test("SIGTERM: requests in flight finish, then the process exits 0")
+    func gracefulShutdown() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        origin.serve(
+            "/slow.jpg", .init(headers: [Self.jpeg], body: TestAssets.bytes("jpeg-800x600.jpg"), delay: 1.5))
+        let server = try await ServedProcess.start(["--allow-unsigned", "--allow-private-networks"])
+        defer { server.kill() }
+        let inFlight = Task {
+            try await server.get("/insecure/w:50/plain/" + origin.url("/slow.jpg").absoluteString)
+        }
+        try await waitUntil("the request reached the origin") { origin.count("/slow.jpg") == 1 }
+        let status = await server.terminate()
+        let answer = try await inFlight.value
+        #expect(answer.status == 200)
+        #expect(try decoded(answer).width == 50)
+        #expect(status == 0, "\(server.printed)")
+    }
+
+    @Test("POST /info describes the body; uploads only when enabled; /health; /metrics; one access-log line per request")
+    func infoUploadHealthMetrics() async throws {
+        let photo = TestAssets.bytes("jpeg-800x600.jpg")
+        try await serving(["--allow-unsigned", "--max-src-bytes", "400000"]) { server in
+            let info = try await server.post("/info", body: TestAssets.bytes("png-photo-alpha.png"))
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(info.body)) as? [String: Any])
+            #expect(json["format"] as? String == "png" && json["width"] as? Int == 400 && json["height"] as? Int == 300)
+            #expect(json["hasAlpha"] as? Bool == true && json["frames"] as? Int == 1 && json["orientation"] as? Int == 1)
+            #expect(json["contentType"] as? String == "image/png")
+            #expect(try await server.post("/info", body: Array("not an image".utf8)).status == 415)
+            #expect(try await server.post("/info", body: photo + photo + photo).status == 413)
+            #expect(try await server.post("/upload/w:10", body: photo).status == 404)
+
+            let health = try await server.get("/health")
+            #expect(health.status == 200 && health.text == "ok\n")
+            let metrics = try await server.get("/metrics")
+            #expect(metrics.text.contains("imageservice_requests_total{status=\"200\"}"))
+            #expect(metrics.text.contains("imageservice_requests_total{status=\"415\"}"))
+            #expect(metrics.header("Content-Type")?.hasPrefix("text/plain") == true)
+            let id = try #require(health.header("X-Request-Id"))
+            try await waitUntil("the access log has the request") {
+                server.printed.split(separator: "\n").contains { $0.contains(id) && $0.contains("GET /health 200") }
+            }
+        }
+        try await serving(["--allow-unsigned", "--allow-uploads"]) { server in
+            let answer = try await server.post("/upload/rs:fill:32:32/f:webp", body: photo)
+            #expect(answer.status == 200 && answer.header("Cache-Control") == "no-store")
+            let image = try decoded(answer)
+            #expect(image.width == 32 && image.height == 32 && image.format == .webp)
+            #expect(try await server.post("/upload/bogus", body: photo).status == 400)
+        }
+    }
+}
+
+/// Polls `condition` every 20 ms for up to 30 s.
+func waitUntil(_ what: String, _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(30)
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else {
+            Issue.record("timed out waiting until \(what)")
+            return
+        }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+}

@@ -1,0 +1,156 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `imageloader serve` running as a real process on a free port, its output drained
+/// on a thread of its own (so a full pipe never blocks the server) and kept for the
+/// tests to read.
+final class ServedProcess: Sendable {
+    let process: Process
+    let port: Int
+    private let output: OutputBuffer
+
+    /// An answer, as the tests look at it.
+    struct Answer {
+        let status: Int
+        let headers: HTTPHeaders
+        let body: [UInt8]
+
+        func header(_ name: String) -> String? { headers.first(name: name) }
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    static let client = HTTPClient(
+        eventLoopGroupProvider: .singleton,
+        configuration: HTTPClient.Configuration(redirectConfiguration: .disallow, decompression: .disabled))
+
+    /// Starts `imageloader serve --port 0 arguments...` and waits for its "listening on" line.
+    static func start(_ arguments: [String], environment: [String: String]? = nil) async throws -> ServedProcess {
+        let process = Process()
+        process.executableURL = Command.executable
+        process.arguments = ["serve", "--port", "0"] + arguments
+        if let environment {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        let output = OutputBuffer()
+        try process.run()
+        let handle = pipe.fileHandleForReading
+        Thread.detachNewThread {
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                output.append(data)
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if let range = output.text.range(of: #"listening on http://127\.0\.0\.1:(\d+)"#, options: .regularExpression)
+            {
+                let port = Int(output.text[range].split(separator: ":").last!)!
+                return ServedProcess(process: process, port: port, output: output)
+            }
+            if !process.isRunning { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        process.terminate()
+        throw ServeFailure(description: "serve did not start: \(output.text)")
+    }
+
+    private init(process: Process, port: Int, output: OutputBuffer) {
+        self.process = process
+        self.port = port
+        self.output = output
+    }
+
+    /// Everything the process printed so far (the access log included).
+    var printed: String { output.text }
+
+    func get(_ path: String, headers: [(String, String)] = []) async throws -> Answer {
+        try await send(.GET, path, headers: headers, body: nil)
+    }
+
+    func post(_ path: String, body: [UInt8], headers: [(String, String)] = []) async throws -> Answer {
+        try await send(.POST, path, headers: headers, body: body)
+    }
+
+    private func send(_ method: HTTPMethod, _ path: String, headers: [(String, String)], body: [UInt8]?)
+        async throws -> Answer
+    {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        let response = try await ServedProcess.client.execute(request, timeout: .seconds(60))
+        let bytes = try await response.body.collect(upTo: 256 << 20)
+        return Answer(status: Int(response.status.code), headers: response.headers, body: Array(bytes.readableBytesView))
+    }
+
+    /// The value of a metric line (`name{labels} value`) from `/metrics`, or 0 when absent.
+    func metric(_ line: String) async throws -> Double {
+        let text = try await get("/metrics").text
+        for entry in text.split(separator: "\n") where entry.hasPrefix(line + " ") {
+            return Double(entry.split(separator: " ").last!) ?? 0
+        }
+        return 0
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    func terminate() async -> Int32 {
+        Glibc.kill(process.processIdentifier, SIGTERM)
+        return await exitStatus()
+    }
+
+    func exitStatus() async -> Int32 {
+        let process = self.process
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                process.waitUntilExit()
+                continuation.resume(returning: process.terminationStatus)
+            }
+        }
+    }
+
+    /// The peak resident memory of the process so far, in KiB (`VmHWM`).
+    var peakMemoryKiB: Int {
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    func kill() {
+        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
+
+struct ServeFailure: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// What the process printed, appended from the reading thread.
+final class OutputBuffer: @unchecked Sendable {
+    // Safe: `printed` is only touched with `lock` held.
+    private let lock = NSLock()
+    private var printed = ""
+
+    func append(_ chunk: Data) {
+        lock.lock()
+        printed += String(decoding: chunk, as: UTF8.self)
+        lock.unlock()
+    }
+
+    var text: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return printed
+    }
+}
