@@ -129,8 +129,9 @@ extension ServiceError {
     }
 }
 
-/// One line per request: its id, method, path, status, bytes sent and time taken; the
-/// id also goes back as `X-Request-Id`. Feeds the request and byte metrics.
+/// One line per request: its id (the proxy's `X-Request-Id` when it sends a plain one,
+/// else a new one), method, path, status, bytes sent and time taken; the id also goes
+/// back as `X-Request-Id`. Feeds the request and byte metrics.
 struct AccessLog<Context: RequestContext>: RouterMiddleware {
     let logger: Logger
     let metrics: ServiceMetrics
@@ -139,7 +140,7 @@ struct AccessLog<Context: RequestContext>: RouterMiddleware {
         async throws -> Response
     {
         let start = ContinuousClock.now
-        let id = context.id
+        let id = request.headers[.requestID].flatMap(AccessLog.acceptable) ?? context.id
         do {
             var response = try await next(request, context)
             response.headers[.requestID] = id
@@ -150,6 +151,15 @@ struct AccessLog<Context: RequestContext>: RouterMiddleware {
             log(request, id: id, status: status, bytes: 0, since: start)
             throw error
         }
+    }
+
+    /// A request id from the proxy in front (nginx's `$request_id`), when it is short
+    /// and plain: letters, digits, `-` and `_`, at most 64.
+    static func acceptable(_ id: String) -> String? {
+        let plain = id.utf8.allSatisfy { byte in
+            (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte) || byte == 45 || byte == 95
+        }
+        return plain && !id.isEmpty && id.utf8.count <= 64 ? id : nil
     }
 
     private func log(_ request: Request, id: String, status: Int, bytes: Int, since start: ContinuousClock.Instant) {

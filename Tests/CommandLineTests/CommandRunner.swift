@@ -30,10 +30,17 @@ enum Command {
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
     }()
 
-    static func run(_ arguments: [String]) throws -> CommandResult {
+    /// Runs `program` (the `imageloader` executable unless given) with `arguments`, and
+    /// `environment` added to this process's.
+    static func run(_ arguments: [String], program: URL = executable, environment: [String: String] = [:]) throws
+        -> CommandResult
+    {
         let process = Process()
-        process.executableURL = executable
+        process.executableURL = program
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out
@@ -52,10 +59,13 @@ enum Command {
 
     /// ``run(_:)`` on a thread of its own: waiting for the process must not hold one of
     /// the cooperative pool's threads, which an in-process origin needs to answer it.
-    static func run(_ arguments: [String]) async throws -> CommandResult {
+    static func run(_ arguments: [String], program: URL = executable, environment: [String: String] = [:])
+        async throws -> CommandResult
+    {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
-                continuation.resume(with: Result { try Command.run(arguments) })
+                continuation.resume(
+                    with: Result { try Command.run(arguments, program: program, environment: environment) })
             }
         }
     }

@@ -75,21 +75,22 @@ final class ServedProcess: Sendable {
     var printed: String { output.text }
 
     func get(_ path: String, headers: [(String, String)] = []) async throws -> Answer {
-        try await send(.GET, path, headers: headers, body: nil)
+        try await ServedProcess.request(port: port, path, headers: headers)
     }
 
     func post(_ path: String, body: [UInt8], headers: [(String, String)] = []) async throws -> Answer {
-        try await send(.POST, path, headers: headers, body: body)
+        try await ServedProcess.request(port: port, path, method: .POST, headers: headers, body: body)
     }
 
-    private func send(_ method: HTTPMethod, _ path: String, headers: [(String, String)], body: [UInt8]?)
-        async throws -> Answer
-    {
+    /// A request to a server on 127.0.0.1 (this one, an instance behind nginx, nginx).
+    static func request(
+        port: Int, _ path: String, method: HTTPMethod = .GET, headers: [(String, String)] = [], body: [UInt8]? = nil
+    ) async throws -> Answer {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-        let response = try await ServedProcess.client.execute(request, timeout: .seconds(60))
+        let response = try await client.execute(request, timeout: .seconds(60))
         let bytes = try await response.body.collect(upTo: 256 << 20)
         return Answer(status: Int(response.status.code), headers: response.headers, body: Array(bytes.readableBytesView))
     }

@@ -1,0 +1,165 @@
+import Foundation
+import RasterImage
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// scripts/serve-cluster.sh: nginx with deploy/nginx/imageloader.conf in front of two
+/// `imageloader serve` processes. nginx answers repeats from its cache, keeps WebP and
+/// JPEG apart without splitting on the raw Accept, sends one request upstream for a
+/// stampede, fails over when an instance dies, and revalidates with a 304.
+@Suite("nginx in front of two instances", .serialized)
+struct ClusterTests {
+    struct Cluster {
+        let directory: URL
+        let port: Int
+        let instancePorts: [Int]
+        let images: URL
+
+        func get(_ path: String, accept: String? = nil) async throws -> ServedProcess.Answer {
+            try await ServedProcess.request(port: port, path, headers: accept.map { [("Accept", $0)] } ?? [])
+        }
+
+        /// Requests the instances have answered so far (every status, both together),
+        /// from their own /metrics (whose own requests are counted after they answer).
+        func upstreamRequests() async throws -> Int {
+            var total = 0.0
+            for instance in instancePorts {
+                let text = try await ServedProcess.request(port: instance, "/metrics").text
+                for line in text.split(separator: "\n") where line.hasPrefix("imageservice_requests_total{") {
+                    total += Double(line.split(separator: " ").last ?? "") ?? 0
+                }
+            }
+            return Int(total)
+        }
+
+        func pid(_ instance: Int) throws -> Int32 {
+            let text = try String(
+                contentsOf: directory.appendingPathComponent("instance-\(instance).pid"), encoding: .utf8)
+            return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))!
+        }
+    }
+
+    /// Ports nobody listens on now, from the kernel.
+    static func freePorts(_ count: Int) throws -> [Int] {
+        var sockets: [Int32] = []
+        defer { for socket in sockets { close(socket) } }
+        return try (0..<count).map { _ in
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            sockets.append(fd)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+                }
+            }
+            guard bound else { throw ServeFailure(description: "no free port") }
+            return Int(UInt16(bigEndian: address.sin_port))
+        }
+    }
+
+    func withCluster(_ body: (Cluster) async throws -> Void) async throws {
+        try await Command.withTemporaryDirectory { directory in
+            let images = directory.appendingPathComponent("images")
+            try FileManager.default.createDirectory(at: images, withIntermediateDirectories: true)
+            for name in ["jpeg-800x600.jpg", "png-photo.png"] {
+                try FileManager.default.copyItem(
+                    atPath: Command.fixture("images/" + name), toPath: images.appendingPathComponent(name).path)
+            }
+            let ports = try Self.freePorts(3)
+            let state = directory.appendingPathComponent("cluster")
+            let script = Command.repository.appendingPathComponent("scripts/serve-cluster.sh").path
+            let environment = [
+                "CLUSTER_PORT": String(ports[0]), "INSTANCE_PORTS": "\(ports[1]) \(ports[2])",
+                "IMAGELOADER": Command.executable.path,
+                "SERVE_ARGS": "--allow-unsigned --local-root \(images.path) --ttl 2",
+            ]
+            let bash = URL(fileURLWithPath: "/bin/bash")
+            let started = try await Command.run([script, "start", state.path], program: bash, environment: environment)
+            defer { _ = try? Command.run([script, "stop", state.path], program: bash, environment: environment) }
+            #expect(started.status == 0, "\(started.stderr)")
+            guard started.status == 0 else { return }
+            try await body(Cluster(directory: state, port: ports[0], instancePorts: [ports[1], ports[2]], images: images))
+        }
+    }
+
+    @Test("repeats come from nginx; WebP and JPEG are cached apart; one request upstream for a stampede")
+    func caching() async throws {
+        try await withCluster { cluster in
+            let path = "/insecure/rs:fit:200:200/plain/local:///jpeg-800x600.jpg"
+            let first = try await cluster.get(path, accept: "image/avif,image/webp,*/*")
+            #expect(first.status == 200 && first.header("Content-Type") == "image/webp")
+            #expect(first.header("X-Cache-Status") == "MISS" && first.header("Vary") == "Accept")
+            let before = try await cluster.upstreamRequests()
+
+            // Other spellings of "takes WebP" hit the same entry; no instance is asked.
+            for accept in ["image/webp", "image/webp,image/apng,*/*;q=0.8", "IMAGE/WEBP, text/html"] {
+                let again = try await cluster.get(path, accept: accept)
+                #expect(again.header("X-Cache-Status") == "HIT", "\(accept)")
+                #expect(again.body == first.body)
+            }
+            // (The count read above was itself a request to each instance: two more.)
+            #expect(try await cluster.upstreamRequests() == before + 2)
+
+            // Without WebP: its own entry, JPEG, then hits for any other Accept without WebP.
+            let jpeg = try await cluster.get(path, accept: "text/html,*/*")
+            #expect(jpeg.header("Content-Type") == "image/jpeg" && jpeg.header("X-Cache-Status") == "MISS")
+            for accept in [nil, "*/*", "image/png,image/*"] {
+                let again = try await cluster.get(path, accept: accept)
+                #expect(again.header("X-Cache-Status") == "HIT" && again.header("Content-Type") == "image/jpeg")
+            }
+            let afterJPEG = try await cluster.upstreamRequests()
+            #expect(afterJPEG == before + 4 + 1)
+
+            // Twenty clients at once on a new URL: the instances see one request.
+            let stampede = "/insecure/rs:fill:120:120/plain/local:///png-photo.png"
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<20 { group.addTask { try await cluster.get(stampede).status } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses.allSatisfy { $0 == 200 })
+            #expect(try await cluster.upstreamRequests() == afterJPEG + 2 + 1)
+        }
+    }
+
+    @Test("an instance killed mid-run loses no request; an expired entry is revalidated with a 304")
+    func failoverAndRevalidation() async throws {
+        try await withCluster { cluster in
+            let answers = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<40 {
+                    group.addTask {
+                        // Distinct URLs: each one goes upstream.
+                        try await cluster.get("/insecure/w:\(100 + index)/plain/local:///jpeg-800x600.jpg").status
+                    }
+                }
+                group.addTask {
+                    try await Task.sleep(for: .milliseconds(100))
+                    kill(try cluster.pid(cluster.instancePorts[0]), SIGKILL)
+                    return 200
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(answers.count == 41 && answers.allSatisfy { $0 == 200 }, "\(answers)")
+
+            // --ttl 2: the entry expires; nginx asks again with its validators and the
+            // surviving instance answers 304 from its result cache or the file's identity.
+            let path = "/insecure/w:77/plain/local:///png-photo.png"
+            let first = try await cluster.get(path)
+            #expect(first.status == 200)
+            try await Task.sleep(for: .milliseconds(3000))
+            let later = try await cluster.get(path)
+            #expect(later.status == 200 && later.header("X-Cache-Status") == "REVALIDATED")
+            #expect(later.body == first.body)
+            let log = try String(
+                contentsOf: cluster.directory.appendingPathComponent("logs/instance-\(cluster.instancePorts[1]).log"),
+                encoding: .utf8)
+            #expect(log.split(separator: "\n").contains { $0.contains("GET \(path) 304") }, "\(log.suffix(2000))")
+        }
+    }
+}
+
