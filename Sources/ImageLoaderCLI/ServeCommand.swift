@@ -70,6 +70,15 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("result-cache-mb"), help: "MiB of processed images kept in memory; 0 keeps none.")
     var resultCacheMB = 128
 
+    @Option(help: "The quality of JPEG results when the URL names none.")
+    var jpegQuality = 80
+
+    @Option(help: "The quality of WebP results when the URL names none.")
+    var webpQuality = 75
+
+    @Option(help: "zlib's level for PNG results, 0 to 9.")
+    var pngCompression = 4
+
     @Flag(help: "Serve POST /upload/{options}.")
     var allowUploads = false
 
@@ -90,6 +99,9 @@ struct ServeCommand: AsyncParsableCommand {
             ("--max-src-bytes", maxSrcBytes), ("--max-src-pixels", maxSrcPixels), ("--max-result-size", maxResultSize),
         ] where value < 1 {
             throw ValidationError("\(name) must be 1 or more")
+        }
+        guard (1...100).contains(jpegQuality), (1...100).contains(webpQuality), (0...9).contains(pngCompression) else {
+            throw ValidationError("qualities are 1 to 100, --png-compression 0 to 9")
         }
         if let workers, workers < 1 { throw ValidationError("--workers must be 1 or more") }
         if let queue, queue < 0 { throw ValidationError("--queue must be 0 or more") }
@@ -134,13 +146,16 @@ struct ServeCommand: AsyncParsableCommand {
                 throw CommandFailure(error.description)
             }
         } else if !allowUnsigned {
-            throw CommandFailure("no signing key: give --key and --salt (or IMGPROXY_KEY and IMGPROXY_SALT), or --allow-unsigned")
+            throw CommandFailure(
+                "no signing key: give --key and --salt (or IMGPROXY_KEY and IMGPROXY_SALT), or --allow-unsigned")
         }
         configuration.allowsUnsigned = allowUnsigned
         configuration.sources = SourcePolicy(allowedPrefixes: allowSource, localRoot: localRoot)
         var allowed = Set<IPAddress>()
         for text in allowAddress {
-            guard let address = IPAddress(text) else { throw CommandFailure("--allow-address \(text) is not an IP address") }
+            guard let address = IPAddress(text) else {
+                throw CommandFailure("--allow-address \(text) is not an IP address")
+            }
             allowed.insert(address)
         }
         configuration.network = NetworkPolicy(allowsPrivateNetworks: allowPrivateNetworks, allowedAddresses: allowed)
@@ -153,6 +168,9 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.queue = queue
         configuration.resultCacheBytes = resultCacheMB << 20
         configuration.allowsUploads = allowUploads
+        configuration.jpegQuality = jpegQuality
+        configuration.webPQuality = webpQuality
+        configuration.pngCompressionLevel = pngCompression
         configuration.logger = logger
         if let cacheDir { configuration.loader.cacheDirectory = cacheDir }
         if diskCacheMB == 0 { configuration.loader.cacheDirectory = nil }

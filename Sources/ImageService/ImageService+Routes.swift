@@ -27,7 +27,10 @@ extension ImageService {
         to router: Router<Context>, metricsText: (@Sendable () -> String)? = nil
     ) {
         let group = router.group().add(middleware: AccessLog<Context>(logger: configuration.logger, metrics: metrics))
-        group.get("health") { _, _ in Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok\n"))) }
+        group.get("health") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
+        }
         group.get("metrics") { _, _ in
             guard let metricsText else { return Reply.failure(ServiceError(status: 404, "no metrics")).response }
             return Response(
@@ -91,7 +94,7 @@ enum Reply: Sendable {
         case .image(let result):
             var headers = Reply.headers(result.meta)
             headers[.contentType] = result.meta.contentType
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: result.bytes)))
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: result.body))
         case .notModified(let meta):
             return Response(status: .notModified, headers: Reply.headers(meta))
         case .json(let bytes):
@@ -157,7 +160,8 @@ struct AccessLog<Context: RequestContext>: RouterMiddleware {
     /// and plain: letters, digits, `-` and `_`, at most 64.
     static func acceptable(_ id: String) -> String? {
         let plain = id.utf8.allSatisfy { byte in
-            (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte) || byte == 45 || byte == 95
+            (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte) || byte == 45
+                || byte == 95
         }
         return plain && !id.isEmpty && id.utf8.count <= 64 ? id : nil
     }

@@ -25,6 +25,7 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
         return nil
     }
 
+    /// The standard text form (`10.0.0.1`, `::1`).
     public var description: String {
         switch self {
         case .v4(let a, let b, let c, let d): return "\(a).\(b).\(c).\(d)"
@@ -72,6 +73,7 @@ public struct NetworkPolicy: Sendable, Hashable {
     /// internal origin, without opening the whole network.
     public var allowedAddresses: Set<IPAddress>
 
+    /// Public addresses only, plus `allowedAddresses`; every address when `allowsPrivateNetworks`.
     public init(allowsPrivateNetworks: Bool = false, allowedAddresses: Set<IPAddress> = []) {
         self.allowsPrivateNetworks = allowsPrivateNetworks
         self.allowedAddresses = allowedAddresses

@@ -3,10 +3,14 @@ import RasterImage
 extension ProcessingOptions {
     /// Why options cannot be made for a source: a result larger than the service allows.
     public struct ResultTooLarge: Error, Sendable, Hashable, CustomStringConvertible {
+        /// The box asked for, in pixels (dpr applied).
         public let width: Int
+        /// The box's height.
         public let height: Int
+        /// The longest side allowed.
         public let limit: Int
 
+        /// What went wrong, in one line.
         public var description: String { "a \(width)x\(height) result is larger than \(limit) px on a side" }
     }
 

@@ -17,7 +17,9 @@ import RasterImage
 /// request.source              // .remote(https://example.com/cat.jpg)
 /// ```
 public struct ProcessingURL: Sendable, Hashable {
+    /// The options, in the order applied.
     public var options: ProcessingOptions
+    /// Where the image comes from.
     public var source: Source
     /// The output format the URL names (its extension, or `f:`), if any.
     public var format: ProcessingOptions.Format? { options.format }
@@ -53,6 +55,7 @@ public struct ProcessingURL: Sendable, Hashable {
             }
         }
 
+        /// The text the service answers with.
         public var description: String {
             switch self {
             case .malformedPath: "malformed processing URL"
@@ -197,14 +200,19 @@ public struct ProcessingOptions: Sendable, Hashable {
         case jpeg, png, webp
     }
 
+    /// How the image meets the box (`fit` by default).
     public var resizingType = ResizingType.fit
     /// Pixels; 0 means "follow the other side" (both 0: the source's size).
     public var width = 0
+    /// Pixels; 0 means "follow the other side".
     public var height = 0
+    /// Whether a source smaller than the box is enlarged.
     public var enlarge = false
+    /// What a `fill` crop keeps.
     public var gravity = Gravity.center
     /// 1 to 100; `nil` for the service's default.
     public var quality: Int?
+    /// The output format the URL names, if any.
     public var format: Format?
     /// Device pixel ratio: the box is multiplied by it.
     public var dpr = 1.0
@@ -212,6 +220,7 @@ public struct ProcessingOptions: Sendable, Hashable {
     /// The largest width or height a URL may ask for before the service's own limit.
     static let maxSide = 100_000
 
+    /// The defaults: fit, no box, no enlargement, centre gravity, the service's quality and format.
     public init() {}
 
     mutating func apply(_ segment: Substring) throws(ProcessingURL.Failure) {

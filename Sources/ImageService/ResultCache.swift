@@ -1,5 +1,6 @@
 import Foundation
 import ImageLoader
+import NIOCore
 import RasterImage
 
 /// What the headers of a processed image say, known before it is made.
@@ -15,18 +16,32 @@ struct ResponseMeta: Sendable {
     let freshUntil: Date
 }
 
-/// A processed image ready to send: its bytes and the headers that go with them.
+/// A processed image ready to send: its bytes (a buffer every response shares, never
+/// copied) and the headers that go with them.
 struct ProcessedResult: Sendable {
-    let bytes: [UInt8]
+    let body: ByteBuffer
     let meta: ResponseMeta
+
+    init(bytes: [UInt8], meta: ResponseMeta) {
+        body = ByteBuffer(bytes: bytes)
+        self.meta = meta
+    }
 }
 
-/// What a processing URL asks for, as the result cache keys it: the source, the
-/// options and, when the URL names no format, whether the client takes WebP (the only
-/// part of `Accept` that changes the answer).
+/// What a processing URL asks for, as shared runs key it: the source, the options and,
+/// when the URL names no format, whether the client takes WebP (the only part of
+/// `Accept` that changes the answer).
 struct ResultKey: Hashable, Sendable {
     let source: String
     let options: ProcessingOptions
+    let acceptsWebP: Bool
+}
+
+/// How the result cache keys an answer: the request's path exactly as received (its
+/// signature checked when the entry was made, so a hit needs no parsing and no HMAC)
+/// and whether `Accept` lists WebP.
+struct RequestKey: Hashable, Sendable {
+    let path: String
     let acceptsWebP: Bool
 }
 
@@ -35,13 +50,13 @@ struct ResultKey: Hashable, Sendable {
 /// a dictionary lookup under a lock and nothing more.
 final class ResultCache: Sendable {
     private struct Slot {
-        var key: ResultKey
+        var key: RequestKey
         var result: ProcessedResult
         var referenced: Bool
     }
 
     private struct State {
-        var index: [ResultKey: Int] = [:]
+        var index: [RequestKey: Int] = [:]
         var slots: [Slot?] = []
         var free: [Int] = []
         var hand = 0
@@ -56,7 +71,7 @@ final class ResultCache: Sendable {
     }
 
     /// The result for `key` while it is fresh at `now`.
-    func fresh(_ key: ResultKey, at now: Date) -> ProcessedResult? {
+    func fresh(_ key: RequestKey, at now: Date) -> ProcessedResult? {
         state.withLock { state -> ProcessedResult? in
             guard let position = state.index[key], let slot = state.slots[position] else { return nil }
             guard slot.result.meta.freshUntil > now else {
@@ -69,8 +84,8 @@ final class ResultCache: Sendable {
     }
 
     /// Keeps `result` unless it alone takes more than a quarter of the cache.
-    func insert(_ result: ProcessedResult, for key: ResultKey) {
-        let cost = result.bytes.count
+    func insert(_ result: ProcessedResult, for key: RequestKey) {
+        let cost = result.body.readableBytes
         guard cost <= maxBytes / 4 else { return }
         state.withLock { state in
             if let position = state.index[key] { ResultCache.remove(at: position, &state) }
@@ -110,7 +125,7 @@ final class ResultCache: Sendable {
     private static func remove(at position: Int, _ state: inout State) {
         guard let slot = state.slots[position] else { return }
         state.index[slot.key] = nil
-        state.bytes -= slot.result.bytes.count
+        state.bytes -= slot.result.body.readableBytes
         state.slots[position] = nil
         state.free.append(position)
     }

@@ -15,16 +15,20 @@ import RasterImage
 /// | 503 | overloaded (with `Retry-After`), or shutting down |
 /// | 504 | the source or the processing took longer than the timeout |
 public struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The HTTP status.
     public let status: Int
+    /// The short text sent as the body.
     public let message: String
     /// Seconds the answer may be cached downstream (a source's 404); 0: `no-store`.
     var maxAge = 0
 
+    /// A failure answered with `status` and `message`.
     public init(status: Int, _ message: String) {
         self.status = status
         self.message = message
     }
 
+    /// The status and the text.
     public var description: String { "\(status) \(message)" }
 
     static let overloaded = ServiceError(status: 503, "overloaded, retry later")

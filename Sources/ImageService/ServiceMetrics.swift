@@ -4,7 +4,7 @@ import RasterImage
 
 /// The service's figures, through swift-metrics (a Prometheus registry in
 /// `imageloader serve`): requests by status, processing and source-fetch durations,
-/// the queue's depth, hits by tier and bytes sent.
+/// the queue's depth, cache hits by tier, sources by where they came from, bytes sent.
 final class ServiceMetrics: Sendable {
     private let factory: any MetricsFactory
     private let processing: CoreMetrics.Timer
@@ -13,6 +13,7 @@ final class ServiceMetrics: Sendable {
     private let bytesOut: Counter
     private let statuses = Lock([Int: Counter]())
     private let tiers = Lock([String: Counter]())
+    private let sources = Lock([String: Counter]())
 
     init(factory: any MetricsFactory) {
         self.factory = factory
@@ -23,25 +24,31 @@ final class ServiceMetrics: Sendable {
     }
 
     func responded(status: Int, bytes: Int) {
-        let counter = statuses.withLock { counters in
-            if let counter = counters[status] { return counter }
-            let counter = Counter(
-                label: "imageservice_requests_total", dimensions: [("status", String(status))], factory: factory)
-            counters[status] = counter
-            return counter
-        }
-        counter.increment()
+        count(statuses, status, "imageservice_requests_total", ("status", String(status)))
         if bytes > 0 { bytesOut.increment(by: Int64(bytes)) }
     }
 
-    /// A request answered from `tier`: `result` (the processed-image cache), or where
-    /// the source came from (`disk`, `revalidated`, `network`, `local`).
-    func hit(_ tier: String) {
-        let counter = tiers.withLock { counters in
-            if let counter = counters[tier] { return counter }
-            let counter = Counter(
-                label: "imageservice_cache_hits_total", dimensions: [("tier", tier)], factory: factory)
-            counters[tier] = counter
+    /// A result answered from the processed-image cache.
+    func resultHit() { count(tiers, "result", "imageservice_cache_hits_total", ("tier", "result")) }
+
+    /// A source fetched: `from` is `disk` or `revalidated` (hits of the loader's disk
+    /// cache, also counted as hits), `network` or `local`.
+    func sourceFetched(from: String) {
+        count(sources, from, "imageservice_source_fetches_total", ("from", from))
+        if from == "disk" || from == "revalidated" {
+            count(tiers, from, "imageservice_cache_hits_total", ("tier", from))
+        }
+    }
+
+    /// Increments the counter under `key`, made on first use with `label` and `dimension`
+    /// (an autoclosure: the hot path builds no strings).
+    private func count<Key: Hashable>(
+        _ counters: Lock<[Key: Counter]>, _ key: Key, _ label: String, _ dimension: @autoclosure () -> (String, String)
+    ) {
+        let counter = counters.withLock { counters in
+            if let counter = counters[key] { return counter }
+            let counter = Counter(label: label, dimensions: [dimension()], factory: factory)
+            counters[key] = counter
             return counter
         }
         counter.increment()

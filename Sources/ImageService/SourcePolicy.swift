@@ -13,6 +13,7 @@ public struct SourcePolicy: Sendable, Hashable {
     /// The folder `local:///` paths are inside; `nil`: local sources are refused.
     public var localRoot: String?
 
+    /// Sources starting with one of `allowedPrefixes` (any, when empty); `local:///` under `localRoot`.
     public init(allowedPrefixes: [String] = [], localRoot: String? = nil) {
         self.allowedPrefixes = allowedPrefixes
         self.localRoot = localRoot
@@ -27,6 +28,7 @@ public struct SourcePolicy: Sendable, Hashable {
 
     /// Why a source is refused (403).
     public struct Forbidden: Error, Sendable, Hashable, CustomStringConvertible {
+        /// Why, in one line.
         public let description: String
     }
 

@@ -16,6 +16,7 @@ public struct URLSignature: Sendable {
         let key: SymmetricKey
         let salt: [UInt8]
 
+        /// A key and its salt, as bytes.
         public init(key: [UInt8], salt: [UInt8]) {
             self.key = SymmetricKey(data: key)
             self.salt = salt
@@ -24,11 +25,14 @@ public struct URLSignature: Sendable {
 
     /// A key or salt that is not hexadecimal, or an empty key.
     public struct InvalidKey: Error, Sendable, CustomStringConvertible {
+        /// Which key or salt, and why.
         public let description: String
     }
 
+    /// The pairs a signature may be made with; the first signs.
     public let pairs: [Pair]
 
+    /// Signatures under any of `pairs`.
     public init(pairs: [Pair]) {
         self.pairs = pairs
     }

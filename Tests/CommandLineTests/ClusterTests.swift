@@ -63,7 +63,8 @@ struct ClusterTests {
         }
     }
 
-    func withCluster(_ body: (Cluster) async throws -> Void) async throws {
+    /// A cluster whose instances give local sources `ttl` seconds of freshness.
+    func withCluster(ttl: Int, _ body: (Cluster) async throws -> Void) async throws {
         try await Command.withTemporaryDirectory { directory in
             let images = directory.appendingPathComponent("images")
             try FileManager.default.createDirectory(at: images, withIntermediateDirectories: true)
@@ -77,20 +78,21 @@ struct ClusterTests {
             let environment = [
                 "CLUSTER_PORT": String(ports[0]), "INSTANCE_PORTS": "\(ports[1]) \(ports[2])",
                 "IMAGELOADER": Command.executable.path,
-                "SERVE_ARGS": "--allow-unsigned --local-root \(images.path) --ttl 2",
+                "SERVE_ARGS": "--allow-unsigned --local-root \(images.path) --ttl \(ttl)",
             ]
             let bash = URL(fileURLWithPath: "/bin/bash")
             let started = try await Command.run([script, "start", state.path], program: bash, environment: environment)
             defer { _ = try? Command.run([script, "stop", state.path], program: bash, environment: environment) }
             #expect(started.status == 0, "\(started.stderr)")
             guard started.status == 0 else { return }
-            try await body(Cluster(directory: state, port: ports[0], instancePorts: [ports[1], ports[2]], images: images))
+            try await body(
+                Cluster(directory: state, port: ports[0], instancePorts: [ports[1], ports[2]], images: images))
         }
     }
 
     @Test("repeats come from nginx; WebP and JPEG are cached apart; one request upstream for a stampede")
     func caching() async throws {
-        try await withCluster { cluster in
+        try await withCluster(ttl: 600) { cluster in
             let path = "/insecure/rs:fit:200:200/plain/local:///jpeg-800x600.jpg"
             let first = try await cluster.get(path, accept: "image/avif,image/webp,*/*")
             #expect(first.status == 200 && first.header("Content-Type") == "image/webp")
@@ -129,7 +131,7 @@ struct ClusterTests {
 
     @Test("an instance killed mid-run loses no request; an expired entry is revalidated with a 304")
     func failoverAndRevalidation() async throws {
-        try await withCluster { cluster in
+        try await withCluster(ttl: 2) { cluster in
             let answers = try await withThrowingTaskGroup(of: Int.self) { group in
                 for index in 0..<40 {
                     group.addTask {
@@ -162,4 +164,3 @@ struct ClusterTests {
         }
     }
 }
-

@@ -1,9 +1,8 @@
 import Foundation
+import ImageService
 import RasterImage
 import TestOrigin
 import Testing
-
-import ImageService
 
 #if canImport(Glibc)
 import Glibc
@@ -35,7 +34,9 @@ struct ServeCommandTests {
             .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
-    @Test("URLs made by the imgproxy package from PyPI are served; bad, unsigned and rotated signatures answer as they should")
+    @Test(
+        "URLs made by the imgproxy package from PyPI are served; bad, unsigned and rotated signatures answer as they should"
+    )
     func signedURLs() async throws {
         // The second pair stands for a key being rotated in.
         let newKey = String(repeating: "ab", count: 32)
@@ -98,8 +99,10 @@ struct ServeCommandTests {
             let photo = "/plain/local:///jpeg-800x600.jpg"
             let halvesSource = "/plain/local:///halves.png"
             try FileManager.default.copyItem(
-                atPath: Self.images + "/jpeg-800x600.jpg", toPath: directory.appendingPathComponent("jpeg-800x600.jpg").path)
-            try await serving(["--allow-unsigned", "--local-root", directory.path, "--max-result-size", "2000"]) { server in
+                atPath: Self.images + "/jpeg-800x600.jpg",
+                toPath: directory.appendingPathComponent("jpeg-800x600.jpg").path)
+            try await serving(["--allow-unsigned", "--local-root", directory.path, "--max-result-size", "2000"]) {
+                server in
                 let sizes: [(String, Int, Int)] = [
                     ("rs:fill:300:200", 300, 200), ("resize:fit:300:300", 300, 225), ("w:100", 100, 75),
                     ("width:100/height:30", 40, 30), ("s:50:50", 50, 38), ("size:50:0", 50, 38),
@@ -112,7 +115,8 @@ struct ServeCommandTests {
                     let answer = try await server.get("/insecure/\(options)\(photo)")
                     #expect(answer.status == 200, "\(options): \(answer.text)")
                     let image = try decoded(answer)
-                    #expect(image.width == width && image.height == height, "\(options): \(image.width)x\(image.height)")
+                    #expect(
+                        image.width == width && image.height == height, "\(options): \(image.width)x\(image.height)")
                 }
                 // Gravity: a square crop of the 2:1 image keeps one half.
                 for (gravity, expected) in [("we", (255, 0, 0)), ("ea", (0, 0, 255)), ("noea", (0, 255, 0))] {
@@ -198,9 +202,11 @@ struct ServeCommandTests {
 
                 let again = try await server.get(path, headers: [("If-None-Match", tag)])
                 #expect(again.status == 304 && again.body.isEmpty && again.header("ETag") == tag)
-                let since = try await server.get(path, headers: [("If-Modified-Since", "Wed, 04 Nov 2026 10:00:00 GMT")])
+                let since = try await server.get(
+                    path, headers: [("If-Modified-Since", "Wed, 04 Nov 2026 10:00:00 GMT")])
                 #expect(since.status == 304)
-                let older = try await server.get(path, headers: [("If-Modified-Since", "Mon, 02 Nov 2026 10:00:00 GMT")])
+                let older = try await server.get(
+                    path, headers: [("If-Modified-Since", "Mon, 02 Nov 2026 10:00:00 GMT")])
                 #expect(older.status == 200)
                 let otherTag = try await server.get(path, headers: [("If-None-Match", "\"other\"")])
                 #expect(otherTag.status == 200)
@@ -257,7 +263,9 @@ struct ServeCommandTests {
                 #expect(answer.body.count < 200 && !answer.text.contains("Swift"), "\(source): \(answer.text)")
             }
         }
-        try await serving(["--allow-unsigned", "--allow-private-networks", "--allow-source", "https://images.example.com/"]) {
+        try await serving([
+            "--allow-unsigned", "--allow-private-networks", "--allow-source", "https://images.example.com/",
+        ]) {
             server in
             let answer = try await server.get("/insecure/w:50/plain/" + origin.url("/large.jpg").absoluteString)
             #expect(answer.status == 403 && answer.text == "source not allowed\n")
@@ -276,7 +284,8 @@ struct ServeCommandTests {
             for source in [
                 "http://127.0.0.1:\(port)/a.png", "http://localhost:\(port)/a.png", "http://[::1]:\(port)/a.png",
                 "http://[::ffff:127.0.0.1]:\(port)/a.png", "http://10.0.0.1/a.png", "http://169.254.169.254/a.png",
-                "http://192.168.1.1/a.png", "http://100.64.0.1/a.png", "http://[fd00::1]/a.png", "http://0.0.0.0:\(port)/a.png",
+                "http://192.168.1.1/a.png", "http://100.64.0.1/a.png", "http://[fd00::1]/a.png",
+                "http://0.0.0.0:\(port)/a.png",
             ] {
                 let answer = try await server.get("/insecure/w:10/plain/" + source)
                 #expect(answer.status == 403, "\(source): \(answer.status) \(answer.text)")
@@ -292,15 +301,20 @@ struct ServeCommandTests {
         }
     }
 
-    @Test("past the workers and the queue the answer is an immediate 503 with Retry-After; identical requests share one run")
+    @Test(
+        "past the workers and the queue the answer is an immediate 503 with Retry-After; identical requests share one run"
+    )
     func overload() async throws {
         let origin = try await TestOrigin.start()
         defer { Task { await origin.stop() } }
         let photo = TestAssets.bytes("jpeg-800x600.jpg")
         for index in 0..<8 {
-            origin.serve("/slow\(index).jpg", .init(headers: [Self.jpeg, ("Cache-Control", "max-age=60")], body: photo, delay: 1.5))
+            origin.serve(
+                "/slow\(index).jpg",
+                .init(headers: [Self.jpeg, ("Cache-Control", "max-age=60")], body: photo, delay: 1.5))
         }
-        try await serving(["--allow-unsigned", "--allow-private-networks", "--workers", "1", "--queue", "1"]) { server in
+        try await serving(["--allow-unsigned", "--allow-private-networks", "--workers", "1", "--queue", "1"]) {
+            server in
             let start = ContinuousClock.now
             let answers = try await withThrowingTaskGroup(of: (Int, String?, Duration).self) { group in
                 for index in 0..<8 {
@@ -353,14 +367,16 @@ struct ServeCommandTests {
         #expect(status == 0, "\(server.printed)")
     }
 
-    @Test("POST /info describes the body; uploads only when enabled; /health; /metrics; one access-log line per request")
+    @Test(
+        "POST /info describes the body; uploads only when enabled; /health; /metrics; one access-log line per request")
     func infoUploadHealthMetrics() async throws {
         let photo = TestAssets.bytes("jpeg-800x600.jpg")
         try await serving(["--allow-unsigned", "--max-src-bytes", "400000"]) { server in
             let info = try await server.post("/info", body: TestAssets.bytes("png-photo-alpha.png"))
             let json = try #require(try JSONSerialization.jsonObject(with: Data(info.body)) as? [String: Any])
             #expect(json["format"] as? String == "png" && json["width"] as? Int == 400 && json["height"] as? Int == 300)
-            #expect(json["hasAlpha"] as? Bool == true && json["frames"] as? Int == 1 && json["orientation"] as? Int == 1)
+            #expect(
+                json["hasAlpha"] as? Bool == true && json["frames"] as? Int == 1 && json["orientation"] as? Int == 1)
             #expect(json["contentType"] as? String == "image/png")
             #expect(try await server.post("/info", body: Array("not an image".utf8)).status == 415)
             #expect(try await server.post("/info", body: photo + photo + photo).status == 413)

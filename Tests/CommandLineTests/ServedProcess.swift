@@ -53,7 +53,8 @@ final class ServedProcess: Sendable {
         }
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
-            if let range = output.text.range(of: #"listening on http://127\.0\.0\.1:(\d+)"#, options: .regularExpression)
+            if let range = output.text.range(
+                of: #"listening on http://127\.0\.0\.1:(\d+)"#, options: .regularExpression)
             {
                 let port = Int(output.text[range].split(separator: ":").last!)!
                 return ServedProcess(process: process, port: port, output: output)
@@ -92,7 +93,8 @@ final class ServedProcess: Sendable {
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         let response = try await client.execute(request, timeout: .seconds(60))
         let bytes = try await response.body.collect(upTo: 256 << 20)
-        return Answer(status: Int(response.status.code), headers: response.headers, body: Array(bytes.readableBytesView))
+        return Answer(
+            status: Int(response.status.code), headers: response.headers, body: Array(bytes.readableBytesView))
     }
 
     /// The value of a metric line (`name{labels} value`) from `/metrics`, or 0 when absent.

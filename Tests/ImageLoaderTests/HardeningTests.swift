@@ -224,6 +224,45 @@ struct HardeningTests {
         }
     }
 
+    @Test("an address filter is checked on every hop, on the address connected to, with a typed error")
+    func addressFilter() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve("/image.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png))
+            // 127.0.0.2 is loopback as well, but not the one address allowed.
+            origin.serve(
+                "/away",
+                .init(status: 302, headers: [("Location", origin.url("/image.png", host: "127.0.0.2").absoluteString)]))
+            origin.serve(
+                "/named",
+                .init(status: 302, headers: [("Location", origin.url("/image.png", host: "localhost").absoluteString)]))
+            let seen = Lock([String]())
+            let loader = try harness.loader {
+                $0.cacheDirectory = nil
+                $0.http.addressFilter = { address in
+                    seen.withLock { $0.append(address) }
+                    return address == "127.0.0.1"
+                }
+            }
+            _ = try await loader.image(for: origin.url("/image.png"))
+            #expect(origin.count("/image.png") == 1)
+            do {
+                _ = try await loader.image(for: origin.url("/away"))
+                Issue.record("the redirect to 127.0.0.2 was followed")
+            } catch let error as ImageLoadingError {
+                guard case .forbiddenAddress(let host, let addresses) = error.reason else {
+                    Issue.record("\(error)")
+                    return
+                }
+                #expect(host == "127.0.0.2" && addresses == ["127.0.0.2"])
+            }
+            #expect(origin.count("/away") == 1 && origin.count("/image.png") == 1)
+            // A name is resolved by the loader itself and connected through the address it allowed.
+            _ = try await loader.image(for: origin.url("/named"))
+            #expect(origin.count("/image.png") == 2)
+            #expect(seen.withLock { $0 }.contains("127.0.0.1"))
+        }
+    }
+
     @Test("the remembered-failure table forgets the oldest failures past its capacity")
     func failureTableBounded() {
         let failures = RecentFailures(capacity: 100)

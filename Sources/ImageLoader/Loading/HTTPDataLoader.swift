@@ -3,8 +3,8 @@ import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOPosix
 import NIOHTTP1
+import NIOPosix
 import NIOSSL
 import RasterImage
 

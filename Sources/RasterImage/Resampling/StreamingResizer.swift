@@ -272,15 +272,18 @@ final class StreamingResizer {
             // Ringing can push premultiplied colour above alpha; a colour never exceeds 255 once divided.
             color = alpha > 0 ? color * (255 / alpha) : .zero
         }
-        color = color.clamped(lowerBound: .zero, upperBound: SIMD4(repeating: 255))
+        // Lane by lane: SIMD's `clamped` is a call per pixel here (not inlined), 5% of a thumbnail.
+        let red = min(max(color[0], 0), 255)
+        let green = min(max(color[1], 0), 255)
+        let blue = min(max(color[2], 0), 255)
         if linear {
-            out[0] = SRGBTransfer.encode255(color[0])
-            out[1] = SRGBTransfer.encode255(color[1])
-            out[2] = SRGBTransfer.encode255(color[2])
+            out[0] = SRGBTransfer.encode255(red)
+            out[1] = SRGBTransfer.encode255(green)
+            out[2] = SRGBTransfer.encode255(blue)
         } else {
-            out[0] = UInt8(color[0] + 0.5)
-            out[1] = UInt8(color[1] + 0.5)
-            out[2] = UInt8(color[2] + 0.5)
+            out[0] = UInt8(red + 0.5)
+            out[1] = UInt8(green + 0.5)
+            out[2] = UInt8(blue + 0.5)
         }
         out[3] = UInt8(alpha + 0.5)
     }
