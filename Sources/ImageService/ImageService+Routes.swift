@@ -14,6 +14,7 @@ extension ImageService {
     /// | `GET /{signature}/{options}/{source}` | the processed image (see ``ProcessingURL``) |
     /// | `POST /info` | the body's format, size, frames, alpha and orientation, as JSON |
     /// | `POST /upload/{options}` | the thumbnail of the body (when ``Configuration/allowsUploads``) |
+    /// | `HEAD /{signature}/...` | the same status and header fields, without the body |
     /// | `GET /health` | `ok` |
     /// | `GET /metrics` | the metrics, when `metricsText` is given (Prometheus text) |
     ///
@@ -51,12 +52,16 @@ extension ImageService {
                     contentType: request.headers[.contentType])
             }.response
         }
-        group.get("**") { request, _ in
-            let conditions = Conditions(
-                ifNoneMatch: request.headers[.ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince])
-            return await self.process(path: request.uri.path, accept: request.headers[.accept], conditions: conditions)
-                .response
-        }
+        group.get("**") { request, _ in await self.process(request).response }
+        // HEAD: the same status and header fields, the length of the body, no body.
+        group.head("**") { request, _ in await self.process(request).response.createHeadResponse() }
+    }
+
+    /// The answer to a processing URL, with the request's `Accept` and conditional fields.
+    private func process(_ request: Request) async -> Reply {
+        let conditions = Conditions(
+            ifNoneMatch: request.headers[.ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince])
+        return await process(path: request.uri.path, accept: request.headers[.accept], conditions: conditions)
     }
 
     /// Collects the request's body (at most the source limit, else 413) on a worker,

@@ -7,10 +7,10 @@ import RasterImage
 import ServiceLifecycle
 
 /// A thumbnail service that speaks imgproxy's URLs: parse and check the URL, fetch the
-/// source through an ``ImageLoader`` (its RFC 9111 disk cache, one download per URL),
+/// source through an `ImageLoader` (its RFC 9111 disk cache, one download per URL),
 /// make the thumbnail on a bounded number of workers, and answer with the caching
 /// headers a CDN needs. Mount it in your own Hummingbird router
-/// (``addRoutes(to:)``), or run `imageloader serve`.
+/// (``addRoutes(to:metricsText:)``), or run `imageloader serve`.
 ///
 /// ```swift
 /// var configuration = ImageService.Configuration()

@@ -1,5 +1,6 @@
 import Foundation
 import ImageService
+import NIOHTTP1
 import RasterImage
 import TestOrigin
 import Testing
@@ -168,6 +169,11 @@ struct ServeCommandTests {
                 #expect(answer.header("Content-Type") == contentType, "\(path) \(accept ?? "-")")
                 #expect((answer.header("Vary") == "Accept") == varies, "\(path) \(accept ?? "-")")
             }
+            // An animation gives its first frame, still.
+            let animated = try await server.get("/insecure/w:32/plain/local:///gif-animation.gif@webp")
+            #expect(animated.status == 200)
+            #expect(try decoded(animated).frames.count == 1)
+
             let webp = try await server.get(photo, headers: [("Accept", "image/webp")])
             let jpeg = try await server.get(photo)
             #expect(webp.header("ETag") != jpeg.header("ETag"))
@@ -199,6 +205,10 @@ struct ServeCommandTests {
                 let maxAge = first.header("Cache-Control").flatMap { Int($0.split(separator: "=").last ?? "") } ?? 0
                 #expect(first.header("Cache-Control")?.hasPrefix("public, max-age=") == true)
                 #expect((590...600).contains(maxAge), "max-age \(maxAge) from the source's 600")
+
+                let head = try await ServedProcess.request(port: server.port, path, method: .HEAD)
+                #expect(head.status == 200 && head.body.isEmpty && head.header("ETag") == tag)
+                #expect(head.header("Content-Length") == String(first.body.count))
 
                 let again = try await server.get(path, headers: [("If-None-Match", tag)])
                 #expect(again.status == 304 && again.body.isEmpty && again.header("ETag") == tag)

@@ -334,7 +334,7 @@ struct SharedWorkTests {
     func headersAndDeadline() async throws {
         try await withOrigin { origin, harness in
             origin.serve("/h.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png))
-            origin.serve("/slow.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png, delay: 5))
+            origin.serve("/slow.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png, delay: 10))
             let loader = try harness.loader()
             _ = try await loader.image(
                 for: origin.url("/h.png"), options: LoadOptions(headers: [HeaderField("X-Tenant", "a")]))
@@ -345,7 +345,8 @@ struct SharedWorkTests {
                 Issue.record("answered after the deadline")
             } catch let error as ImageLoadingError {
                 #expect(error.reason == .timeout)
-                #expect(ContinuousClock.now - deadline < .seconds(2))  // the origin answers at 5 s
+                // The origin answers at 10 s; a busy machine (the other suites run alongside) may be slow to wake us.
+                #expect(ContinuousClock.now - deadline < .seconds(5))
             }
         }
     }
