@@ -4,11 +4,12 @@
 #
 #   scripts/serve-cluster.sh start [DIR]   # start, print the address, return
 #   scripts/serve-cluster.sh stop [DIR]    # stop everything started in DIR
+#   scripts/serve-cluster.sh install       # only install nginx, wrk and curl when missing
 #
 # Environment: CLUSTER_PORT (nginx, default 8080), INSTANCE_PORTS (default "8081 8082"),
 # IMAGELOADER (the binary; default: a release build), SERVE_ARGS (more arguments for
-# every instance, e.g. "--allow-unsigned --local-root /srv/images"). Installs nginx and
-# wrk with apt-get when they are missing. DIR (default .build/cluster) holds the
+# every instance, e.g. "--allow-unsigned --local-root /srv/images"). Installs nginx,
+# wrk and curl with apt-get when they are missing. DIR (default .build/cluster) holds the
 # configuration, the caches, the pid files and the logs.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,9 +22,16 @@ install_missing() {
     local missing=()
     command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
     command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+    command -v curl >/dev/null 2>&1 || missing+=(curl)
     if [ ${#missing[@]} -gt 0 ]; then
-        echo "installing ${missing[*]}" >&2
-        apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2
+        local sudo=""
+        if [ "$(id -u)" != 0 ]; then
+            command -v sudo >/dev/null || { echo "serve-cluster: run as root, or install ${missing[*]}" >&2; exit 1; }
+            sudo=sudo
+        fi
+        echo "serve-cluster: installing ${missing[*]}" >&2
+        $sudo apt-get update -qq >&2
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
     fi
 }
 
@@ -104,7 +112,8 @@ CONF
 }
 
 case "$command" in
+    install) install_missing ;;
     start) start ;;
     stop) stop ;;
-    *) echo "usage: $0 start|stop [DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 install|start|stop [DIR]" >&2; exit 2 ;;
 esac

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The test command: installs missing system libraries, builds the documentation (which
+# The test command: installs missing system libraries and nginx, builds the documentation (which
 # must have no DocC warning), then builds and runs every test.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/install-system-libraries.sh
+# nginx, wrk and curl for the cluster test (scripts/serve-cluster.sh), when missing.
+bash scripts/serve-cluster.sh install
 bash scripts/docs.sh
 swift test "$@"
