@@ -342,6 +342,21 @@ struct ServeCommandTests {
             #expect(refused.count == 6 && refused.allSatisfy { $0.1 == "1" })
             #expect(refused.allSatisfy { $0.2 < .seconds(1.4) }, "503s came at once: \(refused)")
 
+            // A burst of 200 more: the refused ones hold nothing, so memory stays where
+            // one worker and one waiter put it (a debug build's own size included).
+            let burst = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<200 {
+                    group.addTask {
+                        try await server.get(
+                            "/insecure/w:\(40 + index)/plain/" + origin.url("/slow\(index % 7).jpg").absoluteString
+                        ).status
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(burst.filter { $0 == 503 }.count >= 190, "\(burst)")
+            #expect(server.peakMemoryKiB < 160_000, "peak RSS \(server.peakMemoryKiB) KiB")
+
             // Ten identical requests: one fetch, one processing.
             let processedBefore = try await server.metric("imageservice_processing_seconds_count")
             let shared = try await withThrowingTaskGroup(of: Int.self) { group in
