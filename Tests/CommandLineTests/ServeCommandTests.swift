@@ -69,6 +69,13 @@ struct ServeCommandTests {
             let refused = try await server.get(unsigned)
             #expect(refused.status == 403 && refused.header("Cache-Control") == "no-store")
 
+            // The signature covers the path as sent, percent-encoding included.
+            let percent = "/w:40/plain/local%3A%2F%2F%2Fjpeg-800x600.jpg@png"
+            let signedPercent = try await server.get(
+                "/" + URLSignature(hexPairs: [(Self.key, Self.salt)]).sign(percent) + percent)
+            #expect(signedPercent.status == 200, "\(signedPercent.text)")
+            #expect(try decoded(signedPercent).format == .png)
+
             let rotated = try URLSignature(hexPairs: [(newKey, newSalt)])
             let path = "/w:50/" + encoded("local:///jpeg-800x600.jpg")
             let answer = try await server.get("/" + rotated.sign(path) + path)
