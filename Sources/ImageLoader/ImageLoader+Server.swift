@@ -96,27 +96,35 @@ extension ImageLoader {
         let operation = DataOperation(url: url, options: options, context: context)
         guard let deadline = options.deadline else { return try await mappingErrors(url.absoluteString, operation.run) }
         return try await mappingErrors(url.absoluteString) {
-            try await withThrowingTaskGroup(of: LoadedData?.self) { group in
-                group.addTask { try await operation.run() }
-                group.addTask {
-                    try? await Task.sleep(until: deadline, clock: .continuous)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let data = first else {
-                    throw ImageLoadingError(.timeout, url: url.absoluteString)
-                }
-                return data
+            guard let data = try await untilDeadline(deadline, operation.run) else {
+                throw ImageLoadingError(.timeout, url: url.absoluteString)
             }
+            return data
         }
     }
 
     /// The hex SHA-256 of `bytes`, read in place when they are contiguous.
-    static func digest(of bytes: some Collection<UInt8>) -> String {
+    package static func digest(of bytes: some Collection<UInt8>) -> String {
         let digest =
             bytes.withContiguousStorageIfAvailable { SHA256.hash(data: UnsafeRawBufferPointer($0)) }
             ?? SHA256.hash(data: Array(bytes))
         return digest.map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+/// `body`'s value, or `nil` once `deadline` passes; `body` is then cancelled. A
+/// cancelled caller gets `CancellationError`.
+package func untilDeadline<T: Sendable>(
+    _ deadline: ContinuousClock.Instant, _ body: @escaping @Sendable () async throws -> T
+) async throws -> T? {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(until: deadline, clock: .continuous)
+            return nil
+        }
+        defer { group.cancelAll() }
+        return try await group.next() ?? nil
     }
 }
 

@@ -96,7 +96,8 @@ public final class ImageService: Service, Sendable {
     private let shared = SharedStage<ProcessingKey, ProcessingOutcome>()
     let metrics: ServiceMetrics
     private let decoder = ImageDecoder()
-    private let limits: DecodingLimits
+    /// The source limits, for reading headers before any work.
+    private let headerOptions: DecodingOptions
 
     /// A service with its own loader, made from `configuration.loader` and the limits.
     public init(configuration: Configuration) throws {
@@ -113,11 +114,10 @@ public final class ImageService: Service, Sendable {
         limits.maxInputBytes = configuration.maxSourceBytes
         limits.maxPixelsPerFrame = configuration.maxSourcePixels
         loaderConfiguration.decodingOptions.limits = limits
-        self.limits = limits
+        headerOptions = DecodingOptions(limits: limits)
         loader = try ImageLoader(configuration: loaderConfiguration)
         results = configuration.resultCacheBytes > 0 ? ResultCache(maxBytes: configuration.resultCacheBytes) : nil
-        admission = WorkScheduler(
-            limit: max(1, configuration.workers), order: .fifo, maxWaiting: configuration.queueLimit)
+        admission = WorkScheduler(limit: configuration.workers, order: .fifo, maxWaiting: configuration.queueLimit)
         metrics = ServiceMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
     }
 
@@ -182,17 +182,10 @@ public final class ImageService: Service, Sendable {
 
     /// `body`, or 504 once the request's timeout passes (`body` is then cancelled).
     func withTimeout<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let timeout = configuration.timeout
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let value = first else { throw ServiceError.timedOut }
-            return value
+        guard let value = try await untilDeadline(.now + configuration.timeout, body) else {
+            throw ServiceError.timedOut
         }
+        return value
     }
 
     /// Fetches the source, answers 304 when the conditions match its entity tag, or
@@ -205,7 +198,7 @@ public final class ImageService: Service, Sendable {
         metrics.sourceFetched(from: source.tier)
         let info: ImageInfo
         do {
-            info = try decoder.info(.bytes(source.bytes), options: DecodingOptions(limits: limits))
+            info = try decoder.info(.bytes(source.bytes), options: headerOptions)
         } catch {
             throw ServiceError.from(error)
         }
@@ -266,7 +259,7 @@ public final class ImageService: Service, Sendable {
             let data = try await loader.data(for: url)
             let validator =
                 data.value("ETag") ?? data.value("Last-Modified").map { "date:" + $0 }
-                ?? "sha256:" + ResponseRules.digest(data.bytes)
+                ?? "sha256:" + ImageLoader.digest(of: data.bytes)
             let tier =
                 switch data.source {
                 case .disk: "disk"
@@ -306,7 +299,7 @@ public final class ImageService: Service, Sendable {
     /// `POST /info`: what the header of the body says, as JSON.
     func info(of body: [UInt8]) -> Reply {
         do {
-            let info = try decoder.info(.bytes(body), options: DecodingOptions(limits: limits))
+            let info = try decoder.info(.bytes(body), options: headerOptions)
             let fields: [(String, String)] = [
                 ("format", "\"\(info.format)\""), ("width", String(info.width)), ("height", String(info.height)),
                 ("frames", String(info.frameCount)), ("hasAlpha", String(info.hasAlpha)),
@@ -323,7 +316,7 @@ public final class ImageService: Service, Sendable {
     func upload(optionsPath: Substring, body: [UInt8], accept: String?, contentType: String?) async -> Reply {
         do {
             let options = try ProcessingURL.parseOptions(optionsPath)
-            let info = try decoder.info(.bytes(body), options: DecodingOptions(limits: limits))
+            let info = try decoder.info(.bytes(body), options: headerOptions)
             let (format, _) = ResponseRules.format(requested: options.format, accept: accept, hasAlpha: info.hasAlpha)
             let thumbnail = try thumbnailOptions(options, info: info, format: format)
             let bytes = try await metrics.timingProcessing {

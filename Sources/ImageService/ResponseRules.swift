@@ -55,11 +55,6 @@ public enum ResponseRules {
         return "\"" + digest.map { String(format: "%02x", $0) }.joined() + "\""
     }
 
-    /// The hex SHA-256 of `bytes`: a source's identity when it has no validator.
-    static func digest(_ bytes: [UInt8]) -> String {
-        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
-    }
-
     /// Whether an `If-None-Match` value matches `tag` (`*`, or any listed tag, compared
     /// weakly as RFC 9110 says for GET).
     public static func matches(ifNoneMatch header: String, tag: String) -> Bool {

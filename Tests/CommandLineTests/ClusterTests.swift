@@ -1,5 +1,6 @@
 import Foundation
 import RasterImage
+import TestOrigin
 import Testing
 
 #if canImport(Glibc)
@@ -42,25 +43,11 @@ struct ClusterTests {
         }
     }
 
-    /// Ports nobody listens on now, from the kernel.
+    /// Ports nobody listens on now, from the kernel (held until all are chosen).
     static func freePorts(_ count: Int) throws -> [Int] {
-        var sockets: [Int32] = []
-        defer { for socket in sockets { close(socket) } }
-        return try (0..<count).map { _ in
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            sockets.append(fd)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-                }
-            }
-            guard bound else { throw ServeFailure(description: "no free port") }
-            return Int(UInt16(bigEndian: address.sin_port))
-        }
+        let held = try (0..<count).map { _ in try RefusingPort() }
+        defer { for port in held { port.close() } }
+        return held.map(\.port)
     }
 
     /// A cluster whose instances give local sources `ttl` seconds of freshness.
