@@ -47,13 +47,17 @@ let package = Package(
             name: "CWebP",
             providers: [.apt(["libwebp-dev"])]
         ),
+        .systemLibrary(
+            name: "CDeflate",
+            providers: [.apt(["libdeflate-dev"])]
+        ),
         .target(
             name: "CLCMS",
             linkerSettings: [.linkedLibrary("lcms2")]
         ),
         .target(
             name: "RasterImage",
-            dependencies: ["CPNG", "CJPEG", "CGIF", "CTIFF", "CWebP", "CLCMS"]
+            dependencies: ["CPNG", "CJPEG", "CGIF", "CTIFF", "CWebP", "CLCMS", "CDeflate"]
         ),
         .target(
             name: "ImageLoader",

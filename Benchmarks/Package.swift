@@ -14,12 +14,22 @@ let rootIdentity = URL(fileURLWithPath: #filePath).deletingLastPathComponent().d
 let package = Package(
     name: "ImageLoaderBenchmarks",
     platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "thumbnail-throughput", targets: ["ThumbnailThroughput"])
+    ],
     dependencies: [
         .package(path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
+        // Thumbnails per second through the RasterImage API, for inprocess_compare.py.
+        .executableTarget(
+            name: "ThumbnailThroughput",
+            dependencies: [.product(name: "RasterImage", package: rootIdentity)],
+            path: "Benchmarks/ThumbnailThroughput",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .executableTarget(
             name: "LoaderBenchmarks",
             dependencies: [
@@ -31,6 +41,6 @@ let package = Package(
             path: "Benchmarks/LoaderBenchmarks",
             swiftSettings: [.swiftLanguageMode(.v6)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        )
+        ),
     ]
 )

@@ -20,22 +20,46 @@ enum PNGDecoder: FormatDecoder {
         if case .index(let n) = options.frames, n != 0 {
             throw ImageDecodingError(.frameOutOfRange(index: n, count: 1), format: .png)
         }
-        let passes = try session.startRGBA8()
+        // Before the image's memory is taken: libpng may be needed to read it.
+        try session.checkRowBuffers()
         let (width, height) = (header.width, header.height)
         let bytesPerRow = width * 4
-        var truncated = false
+        var read = (orientation: Orientation.up, truncated: false)
         let pixels = try PixelBuffer.make(count: bytesPerRow * height) { base in
             // Interlaced passes fill a row a few pixels at a time: start from transparent.
-            if passes > 1 { base.initialize(repeating: 0, count: bytesPerRow * height) }
-            truncated = try readRows(
-                session, passes: passes, height: height, into: ImageBufferTarget(base, bytesPerRow: bytesPerRow),
+            if header.interlaced { base.initialize(repeating: 0, count: bytesPerRow * height) }
+            read = try readImage(
+                reader, session: session, header: header, limits: options.limits,
+                into: ImageBufferTarget(base, bytesPerRow: bytesPerRow),
                 allowsTruncatedData: options.allowsTruncatedData)
         }
-        let orientation = try finish(session, header: header, truncated: truncated, options.allowsTruncatedData)
         return RasterImage(
             validatedWidth: width, height: height, bytesPerRow: bytesPerRow, frames: [.init(pixels: pixels)],
-            alphaMode: .straight, loopCount: 1, orientation: orientation, iccProfile: header.iccProfile,
-            format: .png, hasAlpha: header.hasAlpha || truncated)
+            alphaMode: .straight, loopCount: 1, orientation: read.orientation, iccProfile: header.iccProfile,
+            format: .png, hasAlpha: header.hasAlpha || read.truncated)
+    }
+
+    /// Reads the image's rows into `target` (8-bit RGBA): through ``PNGImageData`` when
+    /// it takes the image, otherwise through libpng, from the start if the first try
+    /// declined. Returns the orientation (an eXIf may come after the image data) and
+    /// whether the data ended early (allowed only with `allowsTruncatedData`).
+    static func readImage(
+        _ reader: ByteReader, session: PNGReadSession, header: PNGReadSession.Header, limits: DecodingLimits,
+        into target: RowTarget, allowsTruncatedData: Bool
+    ) throws -> (orientation: Orientation, truncated: Bool) {
+        var session = session
+        if let data = session.plainImageData(header) {
+            if let trailer = data.read(reader, limits: limits, into: target) {
+                return (header.orientation ?? trailer.orientation ?? .up, false)
+            }
+            reader.seek(to: 0)
+            session = try PNGReadSession(reader, limits: limits)
+            _ = try session.readHeader()
+        }
+        let passes = try session.startRGBA8()
+        let truncated = try readRows(
+            session, passes: passes, height: header.height, into: target, allowsTruncatedData: allowsTruncatedData)
+        return (try finish(session, header: header, truncated: truncated, allowsTruncatedData), truncated)
     }
 
     /// Reads every row of every pass into `target`. Returns whether the data ended early
@@ -132,16 +156,65 @@ final class PNGReadSession {
             iccProfile: iccProfile())
     }
 
+    /// Throws unless libpng's row buffers for 8-bit RGBA output fit the working memory
+    /// (see ``startRGBA8()``).
+    func checkRowBuffers() throws {
+        let width = Int(png_get_image_width(png, info))
+        let libpngRow = Checked.add(width, 7).flatMap { Checked.multiply($0, 8) }.flatMap { Checked.add($0, 1) }
+        let bytes = libpngRow.flatMap { Checked.multiply($0, 2) }.flatMap { Checked.add($0, width * 4) }
+        try limits.checkWorking(bytes: bytes, format: .png, what: "row buffers")
+    }
+
+    /// The image data, when ``PNGImageData`` can read it: 8 bits a sample, not interlaced.
+    /// A tRNS colour is compared on its low byte and palette entries past the PLTE are
+    /// opaque black, as libpng's expansion does.
+    func plainImageData(_ header: Header) -> PNGImageData? {
+        guard !header.interlaced, png_get_bit_depth(png, info) == 8 else { return nil }
+        var transparentAlpha: png_bytep? = nil
+        var transparentCount: Int32 = 0
+        var transparentColor: png_color_16p? = nil
+        let hasTRNS = png_get_tRNS(png, info, &transparentAlpha, &transparentCount, &transparentColor) != 0
+        let key = hasTRNS ? transparentColor?.pointee : nil
+        let samples: PNGImageData.Samples
+        switch Int32(png_get_color_type(png, info)) {
+        case PNG_COLOR_TYPE_GRAY:
+            samples = .gray(transparent: key.map { UInt8(truncatingIfNeeded: $0.gray) })
+        case PNG_COLOR_TYPE_GRAY_ALPHA:
+            samples = .grayAlpha
+        case PNG_COLOR_TYPE_RGB:
+            samples = .rgb(
+                transparent: key.map {
+                    SIMD3(
+                        UInt8(truncatingIfNeeded: $0.red), UInt8(truncatingIfNeeded: $0.green),
+                        UInt8(truncatingIfNeeded: $0.blue))
+                })
+        case PNG_COLOR_TYPE_RGB_ALPHA:
+            samples = .rgba
+        case PNG_COLOR_TYPE_PALETTE:
+            var palette: png_colorp? = nil
+            var count: Int32 = 0
+            guard png_get_PLTE(png, info, &palette, &count) != 0, let palette else { return nil }
+            var entries = [SIMD4<UInt8>](repeating: SIMD4(0, 0, 0, 255), count: 256)
+            for i in 0..<min(Int(count), 256) {
+                entries[i] = SIMD4(palette[i].red, palette[i].green, palette[i].blue, 255)
+            }
+            if hasTRNS, let transparentAlpha {
+                for i in 0..<min(Int(transparentCount), 256) { entries[i][3] = transparentAlpha[i] }
+            }
+            samples = .palette(entries)
+        default:
+            return nil
+        }
+        return PNGImageData(width: header.width, height: header.height, samples: samples)
+    }
+
     /// Requests 8-bit RGBA rows; returns the number of interlace passes.
     /// libpng allocates its row buffers here: two rows (the current one and the previous,
     /// for the filters) of up to 8 bytes a pixel (16-bit RGBA), the width rounded up to 8,
     /// and the caller reads into a row of 4 bytes a pixel. They are checked against the
     /// working memory first: a 100,000,000 x 1 image would need 1.6 GB of them.
     func startRGBA8() throws -> Int {
-        let width = Int(png_get_image_width(png, info))
-        let libpngRow = Checked.add(width, 7).flatMap { Checked.multiply($0, 8) }.flatMap { Checked.add($0, 1) }
-        let bytes = libpngRow.flatMap { Checked.multiply($0, 2) }.flatMap { Checked.add($0, width * 4) }
-        try limits.checkWorking(bytes: bytes, format: .png, what: "row buffers")
+        try checkRowBuffers()
         var passes: Int32 = 1
         guard cpng_set_rgba8_output(state, &passes) == 0 else { throw failure() }
         return Int(passes)

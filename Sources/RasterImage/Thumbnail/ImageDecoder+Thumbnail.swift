@@ -66,7 +66,6 @@ extension PNGDecoder {
             reader.seek(to: 0)
             return try decode(reader, options: DecodingOptions(limits: options.limits)).thumbnail(options: options)
         }
-        _ = try session.startRGBA8()
         // An eXIf after the image data is found only at the end; the box is fitted
         // to the orientation known from the header.
         let geometry = try ThumbnailGeometry(
@@ -75,10 +74,9 @@ extension PNGDecoder {
         let resizer = StreamingResizer(
             window: geometry.window(inputWidth: header.width, inputHeight: header.height), kernel: options.kernel,
             channels: header.hasAlpha ? .straightAlpha : .independent, linearLight: options.linearLight)
-        _ = try readRows(
-            session, passes: 1, height: header.height, into: ResizingTarget(resizer: resizer, maxRows: 1),
-            allowsTruncatedData: false)
-        let orientation = try finish(session, header: header, truncated: false, false)
+        let (orientation, _) = try readImage(
+            reader, session: session, header: header, limits: options.limits,
+            into: ResizingTarget(resizer: resizer, maxRows: 1), allowsTruncatedData: false)
         let image = RasterImage(
             validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight,
             bytesPerRow: geometry.croppedWidth * 4,

@@ -1,0 +1,90 @@
+// thumbnail-throughput: thumbnails per second through the RasterImage API, in one
+// process, for Benchmarks/inprocess_compare.py.
+//
+//     thumbnail-throughput --list FILES.txt --size 256 --format jpg --quality 85 --jobs 2
+//
+// Reads the files named in FILES.txt (one path a line). One untimed pass over all of
+// them first (page cache, first-touch of the allocator, lazy binding), then one timed
+// pass: `--jobs` threads take the next file from a shared counter, and each file is
+// read, decoded with shrink-on-load, resampled and encoded in memory; nothing is
+// written. Prints one JSON line: {"seconds": S, "images": N, "bytes": B}.
+import Dispatch
+import Foundation
+import RasterImage
+import Synchronization
+
+struct Arguments {
+    var list = ""
+    var size = 256
+    var format = "jpg"
+    var quality = 85
+    var jobs = 1
+
+    init(_ arguments: [String]) throws {
+        var rest = arguments[...]
+        while let name = rest.popFirst() {
+            guard let value = rest.popFirst() else { throw Failure("\(name) needs a value") }
+            switch name {
+            case "--list": list = value
+            case "--size": size = try Arguments.number(name, value)
+            case "--format": format = value
+            case "--quality": quality = try Arguments.number(name, value)
+            case "--jobs": jobs = try Arguments.number(name, value)
+            default: throw Failure("unknown option \(name)")
+            }
+        }
+        guard !list.isEmpty else { throw Failure("--list is required") }
+    }
+
+    static func number(_ name: String, _ value: String) throws -> Int {
+        guard let number = Int(value), number > 0 else { throw Failure("\(name) takes a positive number") }
+        return number
+    }
+}
+
+struct Failure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Makes every thumbnail of `paths` on `jobs` threads; the total of the encoded sizes.
+func pass(_ paths: [String], options: ThumbnailOptions, jobs: Int) throws -> Int {
+    let next = Atomic<Int>(0)
+    let bytes = Atomic<Int>(0)
+    let failure = Mutex<String?>(nil)
+    DispatchQueue.concurrentPerform(iterations: jobs) { _ in
+        while true {
+            let index = next.add(1, ordering: .relaxed).oldValue
+            guard index < paths.count else { return }
+            do {
+                let encoded = try ImageDecoder().encodedThumbnail(.file(path: paths[index]), options: options)
+                bytes.add(encoded.bytes.count, ordering: .relaxed)
+            } catch {
+                failure.withLock { $0 = "\(paths[index]): \(error)" }
+                return
+            }
+        }
+    }
+    if let message = failure.withLock({ $0 }) { throw Failure(message) }
+    return bytes.load(ordering: .relaxed)
+}
+
+do {
+    let arguments = try Arguments(Array(CommandLine.arguments.dropFirst()))
+    let paths = try String(contentsOfFile: arguments.list, encoding: .utf8)
+        .split(separator: "\n").map(String.init).filter { !$0.isEmpty }
+    guard let format = OutputFormat(fileExtension: arguments.format, quality: arguments.quality) else {
+        throw Failure("--format takes jpg, png or webp")
+    }
+    var options = ThumbnailOptions(maxPixelSize: arguments.size)
+    options.outputFormat = format
+    _ = try pass(paths, options: options, jobs: arguments.jobs)
+    let start = ContinuousClock.now
+    let bytes = try pass(paths, options: options, jobs: arguments.jobs)
+    let elapsed = ContinuousClock.now - start
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+    print("{\"seconds\": \(seconds), \"images\": \(paths.count), \"bytes\": \(bytes)}")
+} catch {
+    FileHandle.standardError.write(Data("thumbnail-throughput: \(error)\n".utf8))
+    exit(1)
+}
