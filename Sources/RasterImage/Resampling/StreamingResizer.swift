@@ -90,7 +90,8 @@ final class StreamingResizer {
         boxColumns = firstColumn..<max(firstColumn, endColumn)
         let (width, boxX) = (window.inputWidth, boxX)
         horizontal = TapTable(
-            horizontalWeights, firstInput: firstColumn, inputScale: { 1 / Float(min(boxX, width - $0 * boxX)) })
+            horizontalWeights, firstInput: firstColumn, splat: true,
+            inputScale: { 1 / Float(min(boxX, width - $0 * boxX)) })
         let verticalWeights = ResampleWeights(
             inputSize: boxHeight, outputSize: window.scaledHeight, kernel: kernel,
             outputs: window.y..<(window.y + window.height))
@@ -137,7 +138,7 @@ final class StreamingResizer {
             inputRowsSeen += 1
             return
         }
-        accumulate(row)
+        accumulate(row, first: rowsInBox == 0)
         inputRowsSeen += 1
         rowsInBox += 1
         if rowsInBox == boxY || inputRowsSeen == inputHeight || inputRowsSeen == inputRows.upperBound {
@@ -150,8 +151,9 @@ final class StreamingResizer {
         for i in 0..<count { consume(rows + i * bytesPerRow, at: y + i) }
     }
 
-    /// Adds one input row, reduced horizontally by the box factor, into the box row.
-    private func accumulate(_ row: UnsafePointer<UInt8>) {
+    /// Adds one input row, reduced horizontally by the box factor, into the box row;
+    /// the `first` row of a box replaces what the box row held.
+    private func accumulate(_ row: UnsafePointer<UInt8>, first: Bool) {
         let (boxX, width) = (self.boxX, inputWidth)
         let straight = channels == .straightAlpha
         if linearLight {
@@ -166,7 +168,11 @@ final class StreamingResizer {
                         sum += v
                         p += 4
                     }
-                    boxRow[column - boxColumns.lowerBound] += sum
+                    if first {
+                        boxRow[column - boxColumns.lowerBound] = sum
+                    } else {
+                        boxRow[column - boxColumns.lowerBound] += sum
+                    }
                 }
             }
         } else {
@@ -175,12 +181,17 @@ final class StreamingResizer {
             let scale: SIMD4<Float> = straight ? SIMD4(1 / 255, 1 / 255, 1 / 255, 1) : SIMD4(repeating: 1)
             if boxX == 1 {
                 // No horizontal box: one pixel a column.
-                var p = UnsafeRawPointer(row + boxColumns.lowerBound * 4)
-                for column in 0..<boxColumns.count {
-                    var v = SIMD4<Int32>(truncatingIfNeeded: p.loadUnaligned(as: SIMD4<UInt8>.self))
+                let p = UnsafeRawPointer(row + boxColumns.lowerBound * 4)
+                @inline(__always) func pixel(_ column: Int) -> SIMD4<Float> {
+                    var v = SIMD4<Int32>(truncatingIfNeeded: (p + column * 4).loadUnaligned(as: SIMD4<UInt8>.self))
                     if straight { v &*= SIMD4(v[3], v[3], v[3], 1) }
-                    boxRow[column] += SIMD4<Float>(v) * scale
-                    p += 4
+                    return SIMD4<Float>(v) * scale
+                }
+                // A loop for each case, so that none tests `first` a pixel at a time.
+                if first {
+                    for column in 0..<boxColumns.count { boxRow[column] = pixel(column) }
+                } else {
+                    for column in 0..<boxColumns.count { boxRow[column] += pixel(column) }
                 }
                 return
             }
@@ -200,7 +211,8 @@ final class StreamingResizer {
                         p += 4
                     }
                 }
-                boxRow[column - boxColumns.lowerBound] += SIMD4<Float>(sum) * scale
+                let index = column - boxColumns.lowerBound
+                boxRow[index] = SIMD4<Float>(sum) * scale + (first ? .zero : boxRow[index])
             }
         }
     }
@@ -215,7 +227,7 @@ final class StreamingResizer {
         let (source, taps) = (boxRow, horizontal)
         for x in 0..<outputWidth {
             var p = source + taps.starts[x]
-            var w = taps.weights + x * taps.stride
+            var w = taps.splatWeights + x * taps.stride
             // Two sums, so consecutive taps do not wait on each other's additions.
             var sum0 = SIMD4<Float>.zero
             var sum1 = SIMD4<Float>.zero
@@ -230,7 +242,6 @@ final class StreamingResizer {
             if remaining == 1 { sum0 += p[0] * w[0] }
             target[x] = (sum0 + sum1) * rowScale
         }
-        source.update(repeating: .zero, count: max(1, boxColumns.count))
         boxRowsDone += 1
         while nextOutputRow < outputRows.upperBound
             && vertical.starts[nextOutputRow] + vertical.counts[nextOutputRow] <= boxRowsDone
@@ -340,11 +351,16 @@ private struct TapTable {
     let counts: UnsafeMutablePointer<Int>
     /// `stride` weights per output.
     let weights: UnsafeMutablePointer<Float>
+    /// The same weights, each in all four lanes (only with `splat`): the horizontal
+    /// pass multiplies a pixel by one without a shuffle per tap.
+    let splatWeights: UnsafeMutablePointer<SIMD4<Float>>
     let stride: Int
 
     /// The taps of `table`, each weight multiplied by `inputScale` of the input it reads,
     /// with input indices counted from `firstInput`.
-    init(_ table: ResampleWeights, firstInput: Int = 0, inputScale: (Int) -> Float = { _ in 1 }) {
+    init(
+        _ table: ResampleWeights, firstInput: Int = 0, splat: Bool = false, inputScale: (Int) -> Float = { _ in 1 }
+    ) {
         stride = table.maxTaps
         starts = .allocate(capacity: table.outputSize)
         starts.initialize(from: table.starts.map { $0 - firstInput }, count: table.outputSize)
@@ -357,12 +373,16 @@ private struct TapTable {
                 weights[output * stride + tap] *= inputScale(table.starts[output] + tap)
             }
         }
+        let splatCount = splat ? table.weights.count : 0
+        splatWeights = .allocate(capacity: max(1, splatCount))
+        for i in 0..<splatCount { (splatWeights + i).initialize(to: SIMD4(repeating: weights[i])) }
     }
 
     func deallocate() {
         starts.deallocate()
         counts.deallocate()
         weights.deallocate()
+        splatWeights.deallocate()
     }
 }
 
