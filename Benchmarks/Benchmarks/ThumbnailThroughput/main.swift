@@ -1,10 +1,10 @@
 // thumbnail-throughput: thumbnails per second through the RasterImage API, in one
 // process, for Benchmarks/inprocess_compare.py.
 //
-//     thumbnail-throughput --list FILES.txt --size 256 --format jpg --quality 85 --jobs 2
+//     thumbnail-throughput --list FILES.txt --size 256 --format jpg --quality 85 --jobs 2 [--warmup N]
 //
-// Reads the files named in FILES.txt (one path a line). One untimed pass over all of
-// them first (page cache, first-touch of the allocator, lazy binding), then one timed
+// Reads the files named in FILES.txt (one path a line). One untimed pass over the first
+// N of them (all by default: page cache, first-touch of the allocator), then one timed
 // pass: `--jobs` threads take the next file from a shared counter, and each file is
 // read, decoded with shrink-on-load, resampled and encoded in memory; nothing is
 // written. Prints one JSON line: {"seconds": S, "images": N, "bytes": B}.
@@ -19,6 +19,7 @@ struct Arguments {
     var format = "jpg"
     var quality = 85
     var jobs = 1
+    var warmup = Int.max
 
     init(_ arguments: [String]) throws {
         var rest = arguments[...]
@@ -30,6 +31,7 @@ struct Arguments {
             case "--format": format = value
             case "--quality": quality = try Arguments.number(name, value)
             case "--jobs": jobs = try Arguments.number(name, value)
+            case "--warmup": warmup = try Arguments.number(name, value)
             default: throw Failure("unknown option \(name)")
             }
         }
@@ -78,7 +80,7 @@ do {
     }
     var options = ThumbnailOptions(maxPixelSize: arguments.size)
     options.outputFormat = format
-    _ = try pass(paths, options: options, jobs: arguments.jobs)
+    _ = try pass(Array(paths.prefix(arguments.warmup)), options: options, jobs: arguments.jobs)
     let start = ContinuousClock.now
     let bytes = try pass(paths, options: options, jobs: arguments.jobs)
     let elapsed = ContinuousClock.now - start
