@@ -47,13 +47,25 @@ struct PNGImageData {
 
     /// Writes every row, top to bottom, into `target` (4 bytes a pixel) and returns the
     /// trailer; nil, having written nothing, when this path declines the image.
-    /// `reader` holds the whole PNG, its signature at offset 0.
+    /// `reader` holds the whole PNG, its signature at offset 0; it is read in one piece,
+    /// so a file much larger than its image data (long ancillary chunks) is declined.
     func read(_ reader: ByteReader, limits: DecodingLimits, into target: RowTarget) -> Trailer? {
         let rowBytes = width * samples.channels
         guard let inflatedBytes = Checked.add(rowBytes, 1).flatMap({ Checked.multiply($0, height) }),
-            inflatedBytes <= min(PNGImageData.maxInflatedBytes, limits.maxWorkingBytes)
+            inflatedBytes <= min(PNGImageData.maxInflatedBytes, limits.maxWorkingBytes),
+            reader.size <= inflatedBytes + inflatedBytes / 2 + (1 << 20)
         else { return nil }
-        var chunks = ChunkWalker(reader: reader)
+        // A read error declines too: libpng meets it again and reports it.
+        let trailer = try? reader.withContiguousBytes { bytes in
+            read(bytes, rowBytes: rowBytes, inflatedBytes: inflatedBytes, into: target)
+        }
+        return trailer ?? nil
+    }
+
+    private func read(
+        _ bytes: UnsafeRawBufferPointer, rowBytes: Int, inflatedBytes: Int, into target: RowTarget
+    ) -> Trailer? {
+        var chunks = ChunkWalker(bytes: bytes)
         guard let compressed = chunks.imageData(maxBytes: inflatedBytes + inflatedBytes / 1000 + 1024) else {
             return nil
         }
@@ -141,10 +153,9 @@ struct PNGImageData {
     }
 }
 
-/// Walks a PNG's chunks from just after its signature, reading only their headers,
-/// the image data and the few trailing chunks the decode needs.
+/// Walks a PNG's chunks in memory, from just after its signature.
 private struct ChunkWalker {
-    let reader: ByteReader
+    let bytes: UnsafeRawBufferPointer
     var offset = 8
 
     /// libpng's limit on any chunk other than IDAT (`png_set_chunk_malloc_max` in the shim).
@@ -160,16 +171,18 @@ private struct ChunkWalker {
     static let iend: UInt32 = 0x4945_4E44
     static let exif: UInt32 = 0x6558_4966
 
-    init(reader: ByteReader) { self.reader = reader }
+    init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
-    /// The header at `offset`, when it is whole and well formed (a length of at most
-    /// 2^31 - 1, a type of four ASCII letters).
+    private func bigEndian(at position: Int) -> UInt32 {
+        UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: position, as: UInt32.self))
+    }
+
+    /// The chunk at `offset`, when it is whole (its CRC included) and well formed: a
+    /// length of at most 2^31 - 1, a type of four ASCII letters.
     func header() -> Header? {
-        var bytes = (UInt32(0), UInt32(0))
-        let got = withUnsafeMutableBytes(of: &bytes) { reader.read(at: offset, into: $0.baseAddress!, count: 8) }
-        guard got == 8 else { return nil }
-        let (length, type) = (UInt32(bigEndian: bytes.0), UInt32(bigEndian: bytes.1))
-        guard length <= 0x7FFF_FFFF else { return nil }
+        guard offset <= bytes.count - 12 else { return nil }
+        let (length, type) = (bigEndian(at: offset), bigEndian(at: offset + 4))
+        guard length <= 0x7FFF_FFFF, Int(length) <= bytes.count - 12 - offset else { return nil }
         for shift in stride(from: 0, to: 32, by: 8) {
             let letter = UInt8(truncatingIfNeeded: type >> UInt32(shift)) | 0x20
             guard letter >= 0x61 && letter <= 0x7A else { return nil }
@@ -177,27 +190,22 @@ private struct ChunkWalker {
         return Header(length: Int(length), type: type)
     }
 
-    /// The payload of the chunk `header` at `offset`, read into `destination`, if its CRC matches.
-    func payload(_ header: Header, into destination: UnsafeMutableRawPointer) -> Bool {
-        guard reader.read(at: offset + 8, into: destination, count: header.length) == header.length else {
-            return false
-        }
-        var stored: UInt32 = 0
-        guard
-            withUnsafeMutableBytes(
-                of: &stored, { reader.read(at: offset + 8 + header.length, into: $0.baseAddress!, count: 4) }) == 4
-        else { return false }
-        var type = header.type.bigEndian
-        var crc = withUnsafeBytes(of: &type) { libdeflate_crc32(0, $0.baseAddress, 4) }
-        crc = libdeflate_crc32(crc, destination, header.length)
-        return crc == UInt32(bigEndian: stored)
+    /// Whether the CRC of the chunk `header` at `offset` matches its type and data.
+    func intact(_ header: Header) -> Bool {
+        let crc = libdeflate_crc32(0, bytes.baseAddress! + offset + 4, 4 + header.length)
+        return crc == bigEndian(at: offset + 8 + header.length)
+    }
+
+    /// The data of the chunk `header` at `offset`.
+    func data(_ header: Header) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: bytes[(offset + 8)..<(offset + 8 + header.length)])
     }
 
     mutating func advance(past header: Header) { offset += 12 + header.length }
 
-    /// The concatenated payloads of the IDAT chunks, each CRC checked; nil when there
-    /// is none, they are not consecutive, or together exceed `maxBytes`. Leaves
-    /// `offset` at the chunk after the last IDAT.
+    /// The concatenated data of the IDAT chunks, each CRC checked; nil when there is
+    /// none, they are not consecutive, or together exceed `maxBytes`. Leaves `offset`
+    /// at the chunk after the last IDAT.
     mutating func imageData(maxBytes: Int) -> UnsafeMutableRawBufferPointer? {
         while let header = header(), header.type != ChunkWalker.idat {
             guard header.type != ChunkWalker.iend, header.length <= ChunkWalker.maxChunkBytes else { return nil }
@@ -207,18 +215,15 @@ private struct ChunkWalker {
         var total = 0
         while let header = header(), header.type == ChunkWalker.idat {
             total += header.length
-            guard total <= maxBytes else { return nil }
+            guard total <= maxBytes, intact(header) else { return nil }
             advance(past: header)
         }
         guard total > 0 else { return nil }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: total, alignment: 16)
-        offset = first
         var filled = 0
+        offset = first
         while let header = header(), header.type == ChunkWalker.idat {
-            guard payload(header, into: buffer.baseAddress! + filled) else {
-                buffer.deallocate()
-                return nil
-            }
+            (buffer.baseAddress! + filled).copyMemory(from: data(header).baseAddress!, byteCount: header.length)
             filled += header.length
             advance(past: header)
         }
@@ -231,21 +236,11 @@ private struct ChunkWalker {
         var trailer = PNGImageData.Trailer()
         while let header = header() {
             if header.type == ChunkWalker.iend {
-                var none: UInt8 = 0
-                let intact = withUnsafeMutableBytes(of: &none) { payload(header, into: $0.baseAddress!) }
-                return header.length == 0 && intact ? trailer : nil
+                return header.length == 0 && intact(header) ? trailer : nil
             }
-            guard !header.isCritical, header.length <= ChunkWalker.maxChunkBytes,
-                offset + 12 + header.length <= reader.size
-            else { return nil }
-            if header.type == ChunkWalker.exif && trailer.orientation == nil {
-                let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, header.length), alignment: 1)
-                defer { bytes.deallocate() }
-                if payload(header, into: bytes.baseAddress!) {
-                    trailer.orientation = EXIF.orientation(
-                        in: UnsafeBufferPointer(
-                            start: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), count: header.length))
-                }
+            guard !header.isCritical, header.length <= ChunkWalker.maxChunkBytes else { return nil }
+            if header.type == ChunkWalker.exif && trailer.orientation == nil && intact(header) {
+                trailer.orientation = EXIF.orientation(in: data(header).bindMemory(to: UInt8.self))
             }
             advance(past: header)
         }

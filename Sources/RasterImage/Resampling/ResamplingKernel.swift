@@ -30,7 +30,13 @@ public enum ResamplingKernel: String, Sendable, Hashable, CaseIterable, Codable 
     func weight(_ x: Double) -> Double {
         let x = abs(x)
         switch self {
-        case .lanczos3: return x < 3 ? sinc(x) * sinc(x / 3) : 0
+        case .lanczos3:
+            guard x < 3 else { return 0 }
+            guard x > 0 else { return 1 }
+            // One sine for both factors: sin(3t) = sin t (3 - 4 sin² t), with t = πx/3.
+            let t = Double.pi * x / 3
+            let s = Platform.sine(t)
+            return s * (3 - 4 * s * s) * s / (3 * t * t)
         case .lanczos2: return x < 2 ? sinc(x) * sinc(x / 2) : 0
         case .mitchell:
             let (b, c) = (1.0 / 3, 1.0 / 3)
