@@ -13,7 +13,7 @@ struct PNGImageDataTests {
     @Test("every filter on every 8-bit colour type gives back the pixels", arguments: colorTypes)
     func filtersRoundTrip(_ colorType: PNGBuilder.ColorType) throws {
         for width in [1, 2, 3, 7, 64] {
-            for filter in 0...5 {  // 5: a different filter on each row
+            for filter in 0...6 {  // 5: a different filter on each row; 6: Sub, Average and Paeth in turn
                 // Given a PNG of random samples, filtered with `filter`
                 let png = PNGBuilder(width: width, height: 9, colorType: colorType, seed: UInt64(width * 10 + filter))
                 let bytes = png.encoded(filter: filter)
@@ -180,7 +180,8 @@ struct PNGBuilder {
         return out
     }
 
-    /// The PNG, every row filtered with `filter` (0 to 4), or with row % 5 for 5.
+    /// The PNG, every row filtered with `filter` (0 to 4), with row % 5 for 5, or with
+    /// Sub, Average and Paeth in turn for 6 (rows undone in pairs meet every mix).
     func encoded(filter: Int) -> [UInt8] {
         var png: [UInt8] = [137, 80, 78, 71, 13, 10, 26, 10]
         var header = bigEndian(UInt32(width)) + bigEndian(UInt32(height))
@@ -197,7 +198,7 @@ struct PNGBuilder {
         var raw: [UInt8] = []
         let bpp = colorType.channels
         for (y, row) in samples.enumerated() {
-            let type = filter == 5 ? y % 5 : filter
+            let type = filter == 5 ? y % 5 : filter == 6 ? [1, 3, 4, 4, 3, 1, 1][y % 7] : filter
             let prior = y == 0 ? [UInt8](repeating: 0, count: row.count) : samples[y - 1]
             raw.append(damage == .filterByte && y == 3 ? 7 : UInt8(type))
             for i in 0..<row.count {

@@ -86,9 +86,11 @@ struct PNGImageData {
             let row = inflated + y * (rowBytes + 1) + 1
             let previous = y == 0 ? UnsafePointer(zeros) : UnsafePointer(row - rowBytes - 1)
             var rows = 1
-            if y + 1 < height && row[-1] == 4 && row[rowBytes] == 4 && samples.channels >= 3 {
-                PNGFilter.undoPaeth(
-                    row, row + rowBytes + 1, previous: previous, count: rowBytes, bytesPerPixel: samples.channels)
+            let types = (row[-1], y + 1 < height ? row[rowBytes] : 0)
+            if samples.channels >= 3 && PNGFilter.isPixelwise(types.0) && PNGFilter.isPixelwise(types.1) {
+                PNGFilter.undo(
+                    types, rows: row, row + rowBytes + 1, previous: previous, count: rowBytes,
+                    bytesPerPixel: samples.channels)
                 rows = 2
             } else {
                 PNGFilter.undo(row[-1], row: row, previous: previous, count: rowBytes, bytesPerPixel: samples.channels)
@@ -285,33 +287,49 @@ enum PNGFilter {
         }
     }
 
-    /// Undoes Paeth on two consecutive rows at once, the second a pixel behind the
-    /// first. Each pixel's Paeth waits on the one to its left, a chain of a dozen steps;
-    /// two rows make two independent chains, which the processor runs side by side.
-    /// Pixels of 3 or 4 bytes; the rows are read and written as in ``undo``.
-    static func undoPaeth(
-        _ first: UnsafeMutablePointer<UInt8>, _ second: UnsafeMutablePointer<UInt8>, previous: UnsafePointer<UInt8>,
-        count: Int, bytesPerPixel: Int
+    /// Undoes Sub, Average or Paeth (`types`, 1, 3 or 4 each) on two consecutive rows at
+    /// once, the second a pixel behind the first. Each pixel waits on the one to its
+    /// left (a chain of a dozen steps for Paeth); two rows make two independent chains,
+    /// which the processor runs side by side. Pixels of 3 or 4 bytes; the rows are read
+    /// and written as in ``undo(_:row:previous:count:bytesPerPixel:)``.
+    static func undo(
+        _ types: (UInt8, UInt8), rows first: UnsafeMutablePointer<UInt8>, _ second: UnsafeMutablePointer<UInt8>,
+        previous: UnsafePointer<UInt8>, count: Int, bytesPerPixel: Int
     ) {
         if bytesPerPixel == 4 {
-            paethPair(first, second, previous, count, bytesPerPixel: 4)
+            pairwise(types, first, second, previous, count, bytesPerPixel: 4)
         } else {
-            paethPair(first, second, previous, count, bytesPerPixel: 3)
+            pairwise(types, first, second, previous, count, bytesPerPixel: 3)
+        }
+    }
+
+    /// Whether filter `type` waits on the pixel to the left (Sub, Average, Paeth):
+    /// two such rows are undone together.
+    static func isPixelwise(_ type: UInt8) -> Bool { type == 1 || type == 3 || type == 4 }
+
+    /// The prediction of filter `type` (1, 3 or 4) for each lane.
+    @inline(__always)
+    private static func predict(
+        _ type: UInt8, _ left: SIMD4<Int16>, _ up: SIMD4<Int16>, _ upLeft: SIMD4<Int16>
+    ) -> SIMD4<Int16> {
+        switch type {
+        case 1: left
+        case 3: (left &+ up) &>> 1
+        default: paeth(left, up, upLeft)
         }
     }
 
     @inline(__always)
-    private static func paethPair(
-        _ first: UnsafeMutablePointer<UInt8>, _ second: UnsafeMutablePointer<UInt8>, _ previous: UnsafePointer<UInt8>,
-        _ count: Int, bytesPerPixel: Int
+    private static func pairwise(
+        _ types: (UInt8, UInt8), _ first: UnsafeMutablePointer<UInt8>, _ second: UnsafeMutablePointer<UInt8>,
+        _ previous: UnsafePointer<UInt8>, _ count: Int, bytesPerPixel: Int
     ) {
-        let (rowA, rowB, above) = (
-            UnsafeMutableRawPointer(first), UnsafeMutableRawPointer(second), UnsafeRawPointer(previous)
-        )
+        let (rowA, rowB) = (UnsafeMutableRawPointer(first), UnsafeMutableRawPointer(second))
+        let above = UnsafeRawPointer(previous)
         let keep = SIMDMask<SIMD4<Int8>>(arrayLiteral: false, false, false, bytesPerPixel == 3)
         @inline(__always) func store(_ value: SIMD4<Int16>, raw: SIMD4<UInt8>, at p: UnsafeMutableRawPointer) {
-            p.storeBytes(
-                of: SIMD4<UInt8>(truncatingIfNeeded: value).replacing(with: raw, where: keep), as: SIMD4<UInt8>.self)
+            let bytes = SIMD4<UInt8>(truncatingIfNeeded: value).replacing(with: raw, where: keep)
+            p.storeBytes(of: bytes, as: SIMD4<UInt8>.self)
         }
         // The first row's pixel i, and the second row's pixel i - 1, whose pixels above
         // (the first row's i - 1 and i - 2) are kept in registers, not read back.
@@ -323,11 +341,12 @@ enum PNGFilter {
         while i < count {
             let nextA = (rowA + i + bytesPerPixel).loadUnaligned(as: SIMD4<UInt8>.self)
             let upA = SIMD4<Int16>(truncatingIfNeeded: (above + i).loadUnaligned(as: SIMD4<UInt8>.self))
-            let valueA = (SIMD4<Int16>(truncatingIfNeeded: bytesA) &+ paeth(leftA, upA, upLeftA)) & 0xFF
+            let valueA = (SIMD4<Int16>(truncatingIfNeeded: bytesA) &+ predict(types.0, leftA, upA, upLeftA)) & 0xFF
             store(valueA, raw: bytesA, at: rowA + i)
             if i > 0 {
                 let nextB = (rowB + i).loadUnaligned(as: SIMD4<UInt8>.self)
-                let valueB = (SIMD4<Int16>(truncatingIfNeeded: bytesB) &+ paeth(leftB, leftA, upLeftB)) & 0xFF
+                let predicted = predict(types.1, leftB, leftA, upLeftB)
+                let valueB = (SIMD4<Int16>(truncatingIfNeeded: bytesB) &+ predicted) & 0xFF
                 store(valueB, raw: bytesB, at: rowB + i - bytesPerPixel)
                 (leftB, upLeftB, bytesB) = (valueB, leftA, nextB)
             }
@@ -335,7 +354,7 @@ enum PNGFilter {
             i += bytesPerPixel
         }
         if count > 0 {
-            let valueB = (SIMD4<Int16>(truncatingIfNeeded: bytesB) &+ paeth(leftB, leftA, upLeftB)) & 0xFF
+            let valueB = (SIMD4<Int16>(truncatingIfNeeded: bytesB) &+ predict(types.1, leftB, leftA, upLeftB)) & 0xFF
             store(valueB, raw: bytesB, at: rowB + count - bytesPerPixel)
         }
     }
