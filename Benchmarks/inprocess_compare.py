@@ -23,7 +23,7 @@ serve_compare.py makes them (30 of each by default here).
 Method: N rounds; in each, every case runs both engines in an order that alternates
 from round to round; the ratio is the median over rounds of (ours / libvips) in that
 round. --batch adds `imageloader batch` over the small set as users run it (whole
-process, new cache folder each run, --concurrency = cores) against libvips' time on
+process, new cache folder each run, its default --concurrency) against libvips' time on
 the same cores. --profile adds the stage split of one 1-core pass of each engine.
 
 Installs pyvips into .build/inprocess-bench/venv with pip; builds the driver
@@ -186,8 +186,8 @@ def batch(tool, inputs_dir, size, fmt, quality, cores):
     with tempfile.TemporaryDirectory() as work:
         start = time.perf_counter()
         sh(["taskset", "-c", cpu_list(cores), tool, "batch", inputs_dir, "--size", str(size), "--out",
-            os.path.join(work, "out"), "--format", fmt, "--quality", str(quality), "--concurrency", str(cores),
-            "--cache-dir", os.path.join(work, "cache")], stdout=subprocess.DEVNULL)
+            os.path.join(work, "out"), "--format", fmt, "--quality", str(quality),
+            "--cache-dir", os.path.join(work, "cache")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return {"seconds": time.perf_counter() - start}
 
 

@@ -61,9 +61,21 @@ package enum FileSystem {
         return bytes
     }
 
+    /// A file name no other writer picks: 128 random bits in hex, from the system's
+    /// generator (getrandom, where Foundation's UUID opens /dev/urandom each time).
+    package static func temporaryName() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<2).map { _ in
+            let hex = String(generator.next() as UInt64, radix: 16)
+            return String(repeating: "0", count: 16 - hex.count) + hex
+        }.joined() + ".tmp"
+    }
+
     /// Writes `bytes` to `temporary` (created 0600, never an existing file), then
     /// renames it over `path`: readers see the old file or the new one, never part of one.
-    static func writeAtomically(_ bytes: [UInt8], to path: String, through temporary: String) throws(DiskCacheError) {
+    package static func writeAtomically(
+        _ bytes: [UInt8], to path: String, through temporary: String
+    ) throws(DiskCacheError) {
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw DiskCacheError(path: temporary, errno: errno) }
         var written = 0

@@ -113,38 +113,29 @@ struct BatchRunner {
         let progress = ProgressReporter(total: items.count, stream: progressStream)
         let start = ContinuousClock.now
         var summary = BatchSummary()
-        await withTaskGroup(of: (Int, Result<LoadedImage, ImageLoadingError>).self) { group in
+        await withTaskGroup(of: (Int, Outcome).self) { group in
             // The next item to start. (Not a nested function that captures and mutates this
             // counter: with Swift 6.3.1, the optimized build of that form started item 0
             // every time; the debug build did not, and a small copy of it did not either.)
             var next = 0
             while next < min(concurrency, items.count) {
-                group.addTask(operation: thumbnailTask(index: next, url: items[next].url))
+                group.addTask(operation: thumbnailTask(index: next, url: items[next].url, names: names))
                 next += 1
             }
-            for await (index, result) in group {
+            for await (index, outcome) in group {
                 let item = items[index]
-                switch result {
-                case .success(let loaded):
-                    do {
-                        let encoded = try loaded.encoded ?? loaded.image.encoded(as: options.outputFormat)
-                        let name = names.name(for: index, format: encoded.format)
-                        try Data(encoded.bytes).write(
-                            to: URL(fileURLWithPath: outputDirectory).appendingPathComponent(name), options: .atomic)
-                        summary.succeeded += 1
-                        summary.bySource[loaded.source, default: 0] += 1
-                        if keepsImages { summary.written.append((name, loaded.image)) }
-                        progress.finished(item.input, source: loaded.source.rawValue, failed: false)
-                    } catch {
-                        summary.failures.append((item.input, "cannot write: \(error)"))
-                        progress.finished(item.input, source: "failed", failed: true)
-                    }
-                case .failure(let error):
-                    summary.failures.append((item.input, BatchRunner.reason(error)))
+                switch outcome {
+                case .written(let name, let loaded):
+                    summary.succeeded += 1
+                    summary.bySource[loaded.source, default: 0] += 1
+                    if keepsImages { summary.written.append((name, loaded.image)) }
+                    progress.finished(item.input, source: loaded.source.rawValue, failed: false)
+                case .failed(let reason):
+                    summary.failures.append((item.input, reason))
                     progress.finished(item.input, source: "failed", failed: true)
                 }
                 if next < items.count {
-                    group.addTask(operation: thumbnailTask(index: next, url: items[next].url))
+                    group.addTask(operation: thumbnailTask(index: next, url: items[next].url, names: names))
                     next += 1
                 }
             }
@@ -155,15 +146,37 @@ struct BatchRunner {
         return summary
     }
 
-    private func thumbnailTask(index: Int, url: URL)
-        -> @Sendable () async -> (Int, Result<LoadedImage, ImageLoadingError>)
+    /// What became of one item.
+    enum Outcome: Sendable {
+        case written(name: String, LoadedImage)
+        case failed(reason: String)
+    }
+
+    /// Makes item `index`'s thumbnail, encodes it and writes it: in the item's own task,
+    /// so that encoding and writing run on every core, not one after another in the
+    /// loop that collects the results. Written to a temporary file then renamed (a
+    /// reader never sees part of one), without waiting for the disk (no fsync): a
+    /// thumbnail lost to a crash is made again by running the batch again.
+    private func thumbnailTask(index: Int, url: URL, names: OutputNames)
+        -> @Sendable () async -> (Int, Outcome)
     {
-        let (loader, options) = (self.loader, self.options)
+        let (loader, options, directory) = (self.loader, self.options, outputDirectory)
         return {
+            let loaded: LoadedImage
             do throws(ImageLoadingError) {
-                return (index, .success(try await loader.thumbnail(for: url, options: options)))
+                loaded = try await loader.thumbnail(for: url, options: options)
             } catch {
-                return (index, .failure(error))
+                return (index, .failed(reason: BatchRunner.reason(error)))
+            }
+            do {
+                let encoded = try loaded.encoded ?? loaded.image.encoded(as: options.outputFormat)
+                let name = names.name(for: index, format: encoded.format)
+                try FileSystem.writeAtomically(
+                    encoded.bytes, to: directory + "/" + name,
+                    through: directory + "/." + FileSystem.temporaryName())
+                return (index, .written(name: name, loaded))
+            } catch {
+                return (index, .failed(reason: "cannot write: \(error)"))
             }
         }
     }

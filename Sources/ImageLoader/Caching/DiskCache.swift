@@ -400,7 +400,7 @@ public final class DiskCache: Sendable {
         if let fault = writeFault.withLock({ $0 }), let code = fault(path) {
             throw DiskCacheError(path: path, errno: code)
         }
-        try FileSystem.writeAtomically(bytes, to: path, through: temporaryDirectory + "/" + UUID().uuidString)
+        try FileSystem.writeAtomically(bytes, to: path, through: temporaryDirectory + "/" + FileSystem.temporaryName())
     }
 
     /// Reads the access index, then reconciles it with the files present: entries written
