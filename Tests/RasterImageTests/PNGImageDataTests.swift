@@ -1,6 +1,7 @@
 import Foundation
-import RasterImage
 import Testing
+
+@testable import RasterImage
 
 /// PNGs built here, byte by byte, from known pixels: every filter type on every 8-bit
 /// colour type and pixel width, image data split over several IDAT chunks. They are
@@ -48,6 +49,32 @@ struct PNGImageDataTests {
             let rows = try ImageDecoder(options: DecodingOptions(limits: limits)).decode(.bytes(bytes))
             #expect(whole.frames[0].pixels == rows.frames[0].pixels, "\(colorType)")
             #expect(whole.hasAlpha == rows.hasAlpha)
+        }
+    }
+
+    @Test("the one-piece read declines, writing nothing, when the working memory cannot hold it")
+    func declinesPastWorkingMemory() throws {
+        // Given a PNG, and limits just large enough for its inflated data, a copy of
+        // its compressed data and the file, or one byte smaller
+        let png = PNGBuilder(width: 40, height: 30, colorType: .rgba, seed: 5)
+        let bytes = png.encoded(filter: 4)
+        let data = PNGImageData(width: 40, height: 30, samples: .rgba)
+        let needed = 30 * (40 * 4 + 1) * 2 + bytes.count
+        for (limit, takes) in [(needed, true), (needed - 1, false)] {
+            var limits = DecodingLimits()
+            limits.maxWorkingBytes = limit
+            // When the image data is read in one piece
+            var pixels = [UInt8](repeating: 7, count: 40 * 30 * 4)
+            let trailer = try pixels.withUnsafeMutableBufferPointer { out in
+                try bytes.withUnsafeBytes { raw in
+                    try ByteReader.withMemory(raw, limits: limits) { reader in
+                        data.read(reader, limits: limits, into: ImageBufferTarget(out.baseAddress!, bytesPerRow: 160))
+                    }
+                }
+            }
+            // Then it is read when it fits, and declined, with no row written, when it does not
+            #expect((trailer != nil) == takes)
+            #expect(takes ? pixels == png.expectedRGBA() : pixels.allSatisfy { $0 == 7 })
         }
     }
 

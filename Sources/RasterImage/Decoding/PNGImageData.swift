@@ -52,8 +52,10 @@ struct PNGImageData {
     func read(_ reader: ByteReader, limits: DecodingLimits, into target: RowTarget) -> Trailer? {
         let rowBytes = width * samples.channels
         guard let inflatedBytes = Checked.add(rowBytes, 1).flatMap({ Checked.multiply($0, height) }),
-            inflatedBytes <= min(PNGImageData.maxInflatedBytes, limits.maxWorkingBytes),
-            reader.size <= inflatedBytes + inflatedBytes / 2 + (1 << 20)
+            inflatedBytes <= PNGImageData.maxInflatedBytes,
+            reader.size <= inflatedBytes + inflatedBytes / 2 + (1 << 20),
+            // The inflated data, the compressed copy (at most about as large), the file read whole.
+            inflatedBytes * 2 + reader.size <= limits.maxWorkingBytes
         else { return nil }
         // A read error declines too: libpng meets it again and reports it.
         let trailer = try? reader.withContiguousBytes { bytes in
