@@ -71,12 +71,13 @@ package enum FileSystem {
         }.joined() + ".tmp"
     }
 
-    /// Writes `bytes` to `temporary` (created 0600, never an existing file), then
+    /// Writes `bytes` to `temporary` (created with `permissions` less the umask, 0600 for
+    /// the cache's own files; never an existing file), then
     /// renames it over `path`: readers see the old file or the new one, never part of one.
     package static func writeAtomically(
-        _ bytes: [UInt8], to path: String, through temporary: String
+        _ bytes: [UInt8], to path: String, through temporary: String, permissions: mode_t = 0o600
     ) throws(DiskCacheError) {
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, permissions)
         guard descriptor >= 0 else { throw DiskCacheError(path: temporary, errno: errno) }
         var written = 0
         let result = bytes.withUnsafeBytes { buffer -> Int32 in

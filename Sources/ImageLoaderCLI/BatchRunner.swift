@@ -155,8 +155,9 @@ struct BatchRunner {
     /// Makes item `index`'s thumbnail, encodes it and writes it: in the item's own task,
     /// so that encoding and writing run on every core, not one after another in the
     /// loop that collects the results. Written to a temporary file then renamed (a
-    /// reader never sees part of one), without waiting for the disk (no fsync): a
-    /// thumbnail lost to a crash is made again by running the batch again.
+    /// reader never sees part of one) with the umask's permissions, as any file the user
+    /// writes, and without waiting for the disk (no fsync): a thumbnail lost to a crash
+    /// is made again by running the batch again.
     private func thumbnailTask(index: Int, url: URL, names: OutputNames)
         -> @Sendable () async -> (Int, Outcome)
     {
@@ -173,7 +174,7 @@ struct BatchRunner {
                 let name = names.name(for: index, format: encoded.format)
                 try FileSystem.writeAtomically(
                     encoded.bytes, to: directory + "/" + name,
-                    through: directory + "/." + FileSystem.temporaryName())
+                    through: directory + "/." + FileSystem.temporaryName(), permissions: 0o666)
                 return (index, .written(name: name, loaded))
             } catch {
                 return (index, .failed(reason: "cannot write: \(error)"))

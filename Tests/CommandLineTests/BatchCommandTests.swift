@@ -50,6 +50,14 @@ struct BatchCommandTests {
                 written == [
                     "gif-animation.jpg", "jpeg-orientation6.jpg", "png-photo-alpha.png", "remote.jpg", "webp-lossy.jpg",
                 ])
+            // Thumbnails get the umask's permissions, as any file the user writes (the
+            // cache's own files are 0600); the umask is read from /proc, not set.
+            let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+            let umaskLine = status.split(separator: "\n").first { $0.hasPrefix("Umask:") }
+            let mask = try #require(
+                umaskLine.flatMap { Int($0.dropFirst(6).trimmingCharacters(in: .whitespaces), radix: 8) })
+            let attributes = try FileManager.default.attributesOfItem(atPath: out + "/remote.jpg")
+            #expect(attributes[.posixPermissions] as? Int == 0o666 & ~mask)
             let turned = try ImageDecoder().info(.file(path: out + "/jpeg-orientation6.jpg"))
             #expect((turned.width, turned.height) == (32, 48))
             let sheetInfo = try ImageDecoder().info(.file(path: sheet))
