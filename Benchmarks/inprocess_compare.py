@@ -26,9 +26,10 @@ round. --batch adds `imageloader batch` over the small set as users run it (whol
 process, new cache folder each run, its default --concurrency) against libvips' time on
 the same cores. --profile adds the stage split of one 1-core pass of each engine.
 
-Installs pyvips into .build/inprocess-bench/venv with pip; builds the driver
-(cd Benchmarks && swift build -c release --product thumbnail-throughput) and, with
---batch, needs scripts/build-release.sh's binary.
+Installs pyvips into .build/inprocess-bench/venv with pip, ImageMagick through the
+kit's setup.sh and, for --profile, perf (linux-perf) with apt when missing; builds the
+driver (cd Benchmarks && swift build -c release --product thumbnail-throughput) and,
+with --batch, the release binary (scripts/build-release.sh) when it is missing.
 """
 import argparse
 import json
@@ -70,9 +71,10 @@ def ensure_driver(path):
 
 
 def ensure_inputs(inputs, photos, photo_count):
+    kit = os.path.join(ROOT, "..", "shared", "bench")
+    if shutil.which("convert-im6.q16") is None:
+        sh(["bash", os.path.join(kit, "setup.sh")])  # ImageMagick, for both sets
     if not os.path.isdir(os.path.join(inputs, "small")):
-        kit = os.path.join(ROOT, "..", "shared", "bench")
-        sh(["bash", os.path.join(kit, "setup.sh")])
         sh(["bash", os.path.join(kit, "make-inputs.sh"), inputs])
     from serve_compare import make_inputs
     make_inputs(photos, photo_count)
@@ -204,6 +206,12 @@ UNWOUND = [("decode", ("libjpeg", "libdeflate", "libpng", "libz")), ("encode", (
 
 def our_stages(driver, list_path, size, fmt, quality):
     if shutil.which("perf") is None:
+        # Debian's perf is linux-perf (as root, or through sudo).
+        sudo = [] if os.geteuid() == 0 else ["sudo"]
+        subprocess.run(sudo + ["apt-get", "install", "-y", "-q", "linux-perf"], stdout=subprocess.DEVNULL,
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    if shutil.which("perf") is None:
+        print("inprocess_compare: perf is not available; no stage split for our side", file=sys.stderr)
         return None
     with tempfile.TemporaryDirectory() as work:
         data = os.path.join(work, "perf.data")
@@ -261,6 +269,8 @@ def main():
 
     python = ensure_pyvips()
     driver = ensure_driver(args.driver)
+    if args.batch and not os.path.exists(args.tool):
+        sh(["bash", os.path.join(ROOT, "scripts", "build-release.sh")], stdout=subprocess.DEVNULL)
     sets = ensure_inputs(args.inputs, args.photos, args.photo_count)
     work = tempfile.mkdtemp(prefix="inprocess-compare-")
     lists = {}
