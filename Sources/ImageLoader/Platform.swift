@@ -20,6 +20,9 @@ package struct FileStatus: Sendable, Equatable {
 
     /// The modification time in seconds since 1970, with its fraction.
     package var modified: Double { Double(modifiedSeconds) + Double(modifiedNanoseconds) / 1e9 }
+
+    /// What identifies this version of the file: its size and modification time.
+    package var version: String { "\(size)-\(modifiedSeconds)-\(modifiedNanoseconds)" }
 }
 
 package enum FileSystem {
@@ -124,8 +127,7 @@ enum FileIdentity {
         guard stat(path, &info) == 0 else {
             throw ImageDecodingError(.unreadable, message: "\(path): \(FileSystem.describe(errno: errno))")
         }
-        let status = FileStatus(info)
-        return "\"\(status.size)-\(status.modifiedSeconds)-\(status.modifiedNanoseconds)\""
+        return "\"\(FileStatus(info).version)\""
     }
 }
 

@@ -288,7 +288,7 @@ public final class ImageService: Service, Sendable {
             let (status, bytes) = try read.get()
             return SourceData(
                 bytes: bytes, contentType: nil,
-                validator: "file:\(status.size)-\(status.modifiedSeconds)-\(status.modifiedNanoseconds)",
+                validator: "file:" + status.version,
                 lastModified: HTTPDate.format(Date(timeIntervalSince1970: TimeInterval(status.modifiedSeconds))),
                 freshFor: nil, tier: "local")
         }
