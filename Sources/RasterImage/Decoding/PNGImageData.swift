@@ -175,18 +175,20 @@ private struct ChunkWalker {
     static let iend: UInt32 = 0x4945_4E44
     static let exif: UInt32 = 0x6558_4966
 
-    init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+    /// The chunks' lengths, types and CRCs, read with bounds checks.
+    private let fields: BinaryCursor<UnsafeRawBufferPointer>
 
-    private func bigEndian(at position: Int) -> UInt32 {
-        UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: position, as: UInt32.self))
+    init(bytes: UnsafeRawBufferPointer) {
+        self.bytes = bytes
+        fields = BinaryCursor(bytes, littleEndian: false)
     }
 
     /// The chunk at `offset`, when it is whole (its CRC included) and well formed: a
     /// length of at most 2^31 - 1, a type of four ASCII letters.
     func header() -> Header? {
-        guard offset <= bytes.count - 12 else { return nil }
-        let (length, type) = (bigEndian(at: offset), bigEndian(at: offset + 4))
-        guard length <= 0x7FFF_FFFF, Int(length) <= bytes.count - 12 - offset else { return nil }
+        guard let length = fields.uint32(at: offset), let type = fields.uint32(at: offset + 4),
+            length <= 0x7FFF_FFFF, Int(length) <= bytes.count - 12 - offset
+        else { return nil }
         for shift in stride(from: 0, to: 32, by: 8) {
             let letter = UInt8(truncatingIfNeeded: type >> UInt32(shift)) | 0x20
             guard letter >= 0x61 && letter <= 0x7A else { return nil }
@@ -197,7 +199,7 @@ private struct ChunkWalker {
     /// Whether the CRC of the chunk `header` at `offset` matches its type and data.
     func intact(_ header: Header) -> Bool {
         let crc = libdeflate_crc32(0, bytes.baseAddress! + offset + 4, 4 + header.length)
-        return crc == bigEndian(at: offset + 8 + header.length)
+        return crc == fields.uint32(at: offset + 8 + header.length)
     }
 
     /// The data of the chunk `header` at `offset`.
