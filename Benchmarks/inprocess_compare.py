@@ -44,12 +44,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+from serve_compare import make_inputs, sh  # noqa: E402  (the photos and the command runner)
 VENV = os.path.join(ROOT, ".build", "inprocess-bench", "venv")
 WARMUP = 20
-
-
-def sh(command, **kwargs):
-    return subprocess.run(command, check=True, **kwargs)
 
 
 def ensure_pyvips():
@@ -76,7 +73,6 @@ def ensure_inputs(inputs, photos, photo_count):
         sh(["bash", os.path.join(kit, "setup.sh")])  # ImageMagick, for both sets
     if not os.path.isdir(os.path.join(inputs, "small")):
         sh(["bash", os.path.join(kit, "make-inputs.sh"), inputs])
-    from serve_compare import make_inputs
     make_inputs(photos, photo_count)
     small = sorted(os.path.join(inputs, "small", f) for f in os.listdir(os.path.join(inputs, "small")))
     big = sorted(os.path.join(photos, kind, f) for kind in ("jpeg", "png")
