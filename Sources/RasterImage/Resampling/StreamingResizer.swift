@@ -168,11 +168,8 @@ final class StreamingResizer {
                         sum += v
                         p += 4
                     }
-                    if first {
-                        boxRow[column - boxColumns.lowerBound] = sum
-                    } else {
-                        boxRow[column - boxColumns.lowerBound] += sum
-                    }
+                    let index = column - boxColumns.lowerBound
+                    boxRow[index] = sum + (first ? .zero : boxRow[index])
                 }
             }
         } else {
@@ -181,17 +178,12 @@ final class StreamingResizer {
             let scale: SIMD4<Float> = straight ? SIMD4(1 / 255, 1 / 255, 1 / 255, 1) : SIMD4(repeating: 1)
             if boxX == 1 {
                 // No horizontal box: one pixel a column.
-                let p = UnsafeRawPointer(row + boxColumns.lowerBound * 4)
-                @inline(__always) func pixel(_ column: Int) -> SIMD4<Float> {
-                    var v = SIMD4<Int32>(truncatingIfNeeded: (p + column * 4).loadUnaligned(as: SIMD4<UInt8>.self))
+                var p = UnsafeRawPointer(row + boxColumns.lowerBound * 4)
+                for column in 0..<boxColumns.count {
+                    var v = SIMD4<Int32>(truncatingIfNeeded: p.loadUnaligned(as: SIMD4<UInt8>.self))
                     if straight { v &*= SIMD4(v[3], v[3], v[3], 1) }
-                    return SIMD4<Float>(v) * scale
-                }
-                // A loop for each case, so that none tests `first` a pixel at a time.
-                if first {
-                    for column in 0..<boxColumns.count { boxRow[column] = pixel(column) }
-                } else {
-                    for column in 0..<boxColumns.count { boxRow[column] += pixel(column) }
+                    boxRow[column] = SIMD4<Float>(v) * scale + (first ? .zero : boxRow[column])
+                    p += 4
                 }
                 return
             }
