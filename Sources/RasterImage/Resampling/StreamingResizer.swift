@@ -34,8 +34,10 @@ final class StreamingResizer {
 
     /// The sums of the current box row.
     private let boxRow: UnsafeMutablePointer<SIMD4<Float>>
-    /// One output row being summed from the ring.
+    /// One output row summed from the ring.
     private let verticalRow: UnsafeMutablePointer<SIMD4<Float>>
+    /// The ring rows under the output row being emitted, one for each of its taps.
+    private let tapRows: UnsafeMutablePointer<UnsafePointer<SIMD4<Float>>>
     private let ring: UnsafeMutablePointer<SIMD4<Float>>
     private let ringCapacity: Int
 
@@ -100,6 +102,7 @@ final class StreamingResizer {
         boxRow.initialize(repeating: .zero, count: max(1, boxColumns.count))
         verticalRow = .allocate(capacity: window.width)
         verticalRow.initialize(repeating: .zero, count: window.width)
+        tapRows = .allocate(capacity: max(1, vertical.stride))
         ringCapacity = vertical.stride + 1
         ring = .allocate(capacity: ringCapacity * window.width)
         ring.initialize(repeating: .zero, count: ringCapacity * window.width)
@@ -118,6 +121,7 @@ final class StreamingResizer {
     deinit {
         boxRow.deallocate()
         verticalRow.deallocate()
+        tapRows.deallocate()
         ring.deallocate()
         horizontal.deallocate()
         vertical.deallocate()
@@ -174,38 +178,51 @@ final class StreamingResizer {
             }
         } else {
             // Integer sums, premultiplied as integers (255 * 255 * box width fits in an Int32),
-            // converted to float once per box column instead of once per pixel.
-            let scale: SIMD4<Float> = straight ? SIMD4(1 / 255, 1 / 255, 1 / 255, 1) : SIMD4(repeating: 1)
-            if boxX == 1 {
-                // No horizontal box: one pixel a column.
-                var p = UnsafeRawPointer(row + boxColumns.lowerBound * 4)
-                for column in 0..<boxColumns.count {
-                    var v = SIMD4<Int32>(truncatingIfNeeded: p.loadUnaligned(as: SIMD4<UInt8>.self))
-                    if straight { v &*= SIMD4(v[3], v[3], v[3], 1) }
-                    boxRow[column] = SIMD4<Float>(v) * scale + (first ? .zero : boxRow[column])
-                    p += 4
-                }
-                return
+            // converted to float once per box column instead of once per pixel. One loop
+            // for each combination of `straight` and `first`: left to the optimiser, both
+            // were tested for every pixel.
+            let (start, count) = (row + boxColumns.lowerBound * boxX * 4, boxColumns.count)
+            let last = min(boxX, width - (boxColumns.upperBound - 1) * boxX)
+            switch (straight, first) {
+            case (false, false): Self.sumBoxes(start, boxX, last, count, into: boxRow, straight: false, first: false)
+            case (false, true): Self.sumBoxes(start, boxX, last, count, into: boxRow, straight: false, first: true)
+            case (true, false): Self.sumBoxes(start, boxX, last, count, into: boxRow, straight: true, first: false)
+            case (true, true): Self.sumBoxes(start, boxX, last, count, into: boxRow, straight: true, first: true)
             }
-            for column in boxColumns {
-                var sum = SIMD4<Int32>.zero
-                var p = UnsafeRawPointer(row + column * boxX * 4)
-                let count = min(boxX, width - column * boxX)
-                if straight {
-                    for _ in 0..<count {
-                        let v = SIMD4<Int32>(truncatingIfNeeded: p.loadUnaligned(as: SIMD4<UInt8>.self))
-                        sum &+= v &* SIMD4(v[3], v[3], v[3], 1)
-                        p += 4
-                    }
-                } else {
-                    for _ in 0..<count {
-                        sum &+= SIMD4<Int32>(truncatingIfNeeded: p.loadUnaligned(as: SIMD4<UInt8>.self))
-                        p += 4
-                    }
-                }
-                let index = column - boxColumns.lowerBound
-                boxRow[index] = SIMD4<Float>(sum) * scale + (first ? .zero : boxRow[index])
+        }
+    }
+
+    /// Sums `count` box columns of `boxX` pixels each (the last one `last` pixels) from
+    /// `row` into `boxRow`, premultiplying when `straight`, replacing its values when `first`.
+    @inline(__always)
+    private static func sumBoxes(
+        _ row: UnsafePointer<UInt8>, _ boxX: Int, _ last: Int, _ count: Int,
+        into boxRow: UnsafeMutablePointer<SIMD4<Float>>, straight: Bool, first: Bool
+    ) {
+        let scale: SIMD4<Float> = SIMD4(1 / 255, 1 / 255, 1 / 255, 1)
+        @inline(__always) func pixel(_ p: UnsafeRawPointer) -> SIMD4<Int32> {
+            let v = SIMD4<Int32>(truncatingIfNeeded: p.loadUnaligned(as: SIMD4<UInt8>.self))
+            return straight ? v &* SIMD4(v[3], v[3], v[3], 1) : v
+        }
+        @inline(__always) func store(_ sum: SIMD4<Int32>, _ column: Int) {
+            let value = straight ? SIMD4<Float>(sum) * scale : SIMD4<Float>(sum)
+            boxRow[column] = first ? value : boxRow[column] + value
+        }
+        var p = UnsafeRawPointer(row)
+        if boxX == 1 {
+            for column in 0..<count {
+                store(pixel(p), column)
+                p += 4
             }
+            return
+        }
+        for column in 0..<count {
+            var sum = SIMD4<Int32>.zero
+            for _ in 0..<(column == count - 1 ? last : boxX) {
+                sum &+= pixel(p)
+                p += 4
+            }
+            store(sum, column)
         }
     }
 
@@ -243,19 +260,42 @@ final class StreamingResizer {
         }
     }
 
-    /// Sums the ring's rows under output row `y`'s taps, one whole row per tap, and stores it.
+    /// Sums the ring's rows under output row `y`'s taps and stores the row: eight pixels
+    /// at a time through all the taps, so their sums stay in registers (the same
+    /// additions in the same order as one row at a time).
     private func emit(_ y: Int) {
         let (start, count, taps) = (vertical.starts[y], vertical.counts[y], vertical.weights + y * vertical.stride)
-        let (width, capacity, straight, linear) = (outputWidth, ringCapacity, channels == .straightAlpha, linearLight)
-        let sums = verticalRow
-        for i in 0..<count {
-            let row = ring + ((start + i) % capacity) * width
-            let weight = taps[i]
-            if i == 0 {
-                for x in 0..<width { sums[x] = row[x] * weight }
-            } else {
-                for x in 0..<width { sums[x] += row[x] * weight }
+        let (width, straight, linear) = (outputWidth, channels == .straightAlpha, linearLight)
+        for i in 0..<count { tapRows[i] = UnsafePointer(ring + ((start + i) % ringCapacity) * width) }
+        let (rows, sums) = (UnsafePointer(tapRows), verticalRow)
+        var x = 0
+        while x + 8 <= width {
+            // Every output has at least one tap (ResampleWeights).
+            var r = rows[0] + x
+            var w = SIMD4<Float>(repeating: taps[0])
+            var (s0, s1, s2, s3) = (r[0] * w, r[1] * w, r[2] * w, r[3] * w)
+            var (s4, s5, s6, s7) = (r[4] * w, r[5] * w, r[6] * w, r[7] * w)
+            for i in 1..<count {
+                r = rows[i] + x
+                w = SIMD4(repeating: taps[i])
+                s0 += r[0] * w
+                s1 += r[1] * w
+                s2 += r[2] * w
+                s3 += r[3] * w
+                s4 += r[4] * w
+                s5 += r[5] * w
+                s6 += r[6] * w
+                s7 += r[7] * w
             }
+            (sums[x], sums[x + 1], sums[x + 2], sums[x + 3]) = (s0, s1, s2, s3)
+            (sums[x + 4], sums[x + 5], sums[x + 6], sums[x + 7]) = (s4, s5, s6, s7)
+            x += 8
+        }
+        while x < width {
+            var sum = rows[0][x] * taps[0]
+            for i in 1..<count { sum += rows[i][x] * taps[i] }
+            sums[x] = sum
+            x += 1
         }
         output.withUnsafeMutableBufferPointer { out in
             var o = out.baseAddress! + (y - outputRows.lowerBound) * width * 4
