@@ -266,11 +266,12 @@ final class StreamingResizer {
     private func emit(_ y: Int) {
         let (start, count, taps) = (vertical.starts[y], vertical.counts[y], vertical.weights + y * vertical.stride)
         let (width, straight, linear) = (outputWidth, channels == .straightAlpha, linearLight)
+        // ResampleWeights gives every output at least one tap; without one, the row would stay transparent.
+        guard count > 0 else { return }
         for i in 0..<count { tapRows[i] = UnsafePointer(ring + ((start + i) % ringCapacity) * width) }
         let (rows, sums) = (UnsafePointer(tapRows), verticalRow)
         var x = 0
         while x + 8 <= width {
-            // Every output has at least one tap (ResampleWeights).
             var r = rows[0] + x
             var w = SIMD4<Float>(repeating: taps[0])
             var (s0, s1, s2, s3) = (r[0] * w, r[1] * w, r[2] * w, r[3] * w)
