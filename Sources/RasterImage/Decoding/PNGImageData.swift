@@ -323,6 +323,17 @@ enum PNGFilter {
         }
     }
 
+    /// Stores an unfiltered pixel's bytes; lanes in `keep` (the fourth of a 3-byte
+    /// pixel, which belongs to the next one) get back their `raw` byte.
+    @inline(__always)
+    private static func store(
+        _ value: SIMD4<Int16>, keeping raw: SIMD4<UInt8>, where keep: SIMDMask<SIMD4<Int8>>,
+        at pointer: UnsafeMutableRawPointer
+    ) {
+        let bytes = SIMD4<UInt8>(truncatingIfNeeded: value).replacing(with: raw, where: keep)
+        pointer.storeBytes(of: bytes, as: SIMD4<UInt8>.self)
+    }
+
     @inline(__always)
     private static func pairwise(
         _ types: (UInt8, UInt8), _ first: UnsafeMutablePointer<UInt8>, _ second: UnsafeMutablePointer<UInt8>,
@@ -331,10 +342,6 @@ enum PNGFilter {
         let (rowA, rowB) = (UnsafeMutableRawPointer(first), UnsafeMutableRawPointer(second))
         let above = UnsafeRawPointer(previous)
         let keep = SIMDMask<SIMD4<Int8>>(arrayLiteral: false, false, false, bytesPerPixel == 3)
-        @inline(__always) func store(_ value: SIMD4<Int16>, raw: SIMD4<UInt8>, at p: UnsafeMutableRawPointer) {
-            let bytes = SIMD4<UInt8>(truncatingIfNeeded: value).replacing(with: raw, where: keep)
-            p.storeBytes(of: bytes, as: SIMD4<UInt8>.self)
-        }
         // The first row's pixel i, and the second row's pixel i - 1, whose pixels above
         // (the first row's i - 1 and i - 2) are kept in registers, not read back.
         var (leftA, upLeftA) = (SIMD4<Int16>.zero, SIMD4<Int16>.zero)
@@ -346,12 +353,12 @@ enum PNGFilter {
             let nextA = (rowA + i + bytesPerPixel).loadUnaligned(as: SIMD4<UInt8>.self)
             let upA = SIMD4<Int16>(truncatingIfNeeded: (above + i).loadUnaligned(as: SIMD4<UInt8>.self))
             let valueA = (SIMD4<Int16>(truncatingIfNeeded: bytesA) &+ predict(types.0, leftA, upA, upLeftA)) & 0xFF
-            store(valueA, raw: bytesA, at: rowA + i)
+            store(valueA, keeping: bytesA, where: keep, at: rowA + i)
             if i > 0 {
                 let nextB = (rowB + i).loadUnaligned(as: SIMD4<UInt8>.self)
                 let predicted = predict(types.1, leftB, leftA, upLeftB)
                 let valueB = (SIMD4<Int16>(truncatingIfNeeded: bytesB) &+ predicted) & 0xFF
-                store(valueB, raw: bytesB, at: rowB + i - bytesPerPixel)
+                store(valueB, keeping: bytesB, where: keep, at: rowB + i - bytesPerPixel)
                 (leftB, upLeftB, bytesB) = (valueB, leftA, nextB)
             }
             (leftA, upLeftA, bytesA) = (valueA, upA, nextA)
@@ -359,7 +366,7 @@ enum PNGFilter {
         }
         if count > 0 {
             let valueB = (SIMD4<Int16>(truncatingIfNeeded: bytesB) &+ predict(types.1, leftB, leftA, upLeftB)) & 0xFF
-            store(valueB, raw: bytesB, at: rowB + count - bytesPerPixel)
+            store(valueB, keeping: bytesB, where: keep, at: rowB + count - bytesPerPixel)
         }
     }
 
@@ -399,15 +406,8 @@ enum PNGFilter {
             let next = (current + i + bytesPerPixel).loadUnaligned(as: SIMD4<UInt8>.self)
             let raw = SIMD4<Int16>(truncatingIfNeeded: bytes)
             let up = SIMD4<Int16>(truncatingIfNeeded: (above + i).loadUnaligned(as: SIMD4<UInt8>.self))
-            let predicted: SIMD4<Int16>
-            switch type {
-            case 1: predicted = left
-            case 3: predicted = (left &+ up) &>> 1
-            default: predicted = paeth(left, up, upLeft)
-            }
-            let value = (raw &+ predicted) & 0xFF
-            let stored = SIMD4<UInt8>(truncatingIfNeeded: value).replacing(with: bytes, where: keep)
-            (current + i).storeBytes(of: stored, as: SIMD4<UInt8>.self)
+            let value = (raw &+ predict(type, left, up, upLeft)) & 0xFF
+            store(value, keeping: bytes, where: keep, at: current + i)
             bytes = next
             left = value
             upLeft = up
