@@ -61,10 +61,13 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Seconds of max-age when the source states no freshness.")
     var ttl = 3600
 
-    @Option(help: "Requests fetched and processed at once (default: the cores).")
+    @Option(help: "Images decoded, resized and encoded at once (default: the cores).")
     var workers: Int?
 
-    @Option(help: "Requests waiting for a worker before 503 (default: 4 per worker).")
+    @Option(help: "Requests that fetch their source while the workers are busy (default: as many as workers).")
+    var fetchesAhead: Int?
+
+    @Option(help: "Requests waiting to start before 503 (default: 4 per worker).")
     var queue: Int?
 
     @Option(name: .customLong("result-cache-mb"), help: "MiB of processed images kept in memory; 0 keeps none.")
@@ -104,6 +107,7 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("qualities are 1 to 100, --png-compression 0 to 9")
         }
         if let workers, workers < 1 { throw ValidationError("--workers must be 1 or more") }
+        if let fetchesAhead, fetchesAhead < 0 { throw ValidationError("--fetches-ahead must be 0 or more") }
         if let queue, queue < 0 { throw ValidationError("--queue must be 0 or more") }
         guard ttl >= 0, resultCacheMB >= 0, diskCacheMB >= 0 else {
             throw ValidationError("--ttl, --result-cache-mb and --disk-cache-mb must be 0 or more")
@@ -165,6 +169,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.timeout = .milliseconds(Int(timeout * 1000))
         configuration.ttl = ttl
         if let workers { configuration.workers = workers }
+        configuration.fetchesAhead = fetchesAhead
         configuration.queue = queue
         configuration.resultCacheBytes = resultCacheMB << 20
         configuration.allowsUploads = allowUploads

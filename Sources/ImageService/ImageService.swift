@@ -22,9 +22,10 @@ import ServiceLifecycle
 /// try await ServiceGroup(services: [service, app], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 /// ```
 ///
-/// Every request is bounded: at most ``Configuration/workers`` are fetched and processed
-/// at once and ``Configuration/queue`` wait; beyond that the answer is an immediate 503
-/// with `Retry-After`, so memory and latency stay bounded under any load. Identical
+/// Every request is bounded: at most ``Configuration/workers`` images are processed at
+/// once, ``Configuration/fetchesAhead`` more requests fetch their sources meanwhile, and
+/// ``Configuration/queue`` wait; beyond that the answer is an immediate 503 with
+/// `Retry-After`, so memory and latency stay bounded under any load. Identical
 /// requests in flight share one result; results are kept in memory while their source
 /// is fresh.
 public final class ImageService: Service, Sendable {
@@ -51,9 +52,15 @@ public final class ImageService: Service, Sendable {
         public var ttl = 3600
         /// Seconds a 404 of the source may be cached downstream.
         public var notFoundTTL = 60
-        /// Requests fetched and processed at once.
+        /// Images decoded, resized and encoded at once (the loader's decoding threads).
         public var workers = ProcessInfo.processInfo.activeProcessorCount
-        /// Requests waiting for a worker before the service answers 503; `nil`: 4 per worker.
+        /// Requests that fetch their source while the workers are busy, each holding it
+        /// until a worker is free; `nil`: as many as ``workers``. A fetch waits on the
+        /// network, not the CPU: without these, a worker would idle through every
+        /// download, and a slow origin would leave the cores unused. Sources in memory
+        /// are at most `workers + fetchesAhead`.
+        public var fetchesAhead: Int?
+        /// Requests waiting to start before the service answers 503; `nil`: 4 per worker.
         public var queue: Int?
         /// Bytes of processed images kept in memory; 0 keeps none.
         public var resultCacheBytes = 128 << 20
@@ -72,8 +79,10 @@ public final class ImageService: Service, Sendable {
         /// thumbnails it writes files within 1% of level 6 in half the deflate time.
         public var pngCompressionLevel = 4
         /// The loader's settings (disk cache folder and size, HTTP). The service sets
-        /// the source limits, the timeout and the address filter on it, and keeps no
-        /// decoded images in its memory cache (the result cache holds what is sent).
+        /// the source limits, the timeout, the address filter and the decoding threads
+        /// (``workers``) on it, lets it download as many sources at once as may be in
+        /// flight, and keeps no decoded images in its memory cache (the result cache
+        /// holds what is sent).
         /// A custom `dataLoader` replaces the HTTP client and with it the address checks.
         public var loader = ImageLoader.Configuration()
         /// Where the metrics go; `nil`: the process's `MetricsSystem`.
@@ -84,8 +93,10 @@ public final class ImageService: Service, Sendable {
         /// The defaults: signed URLs only, public sources only, the limits above.
         public init() {}
 
-        /// Requests that may wait for a worker.
+        /// Requests that may wait to start.
         var queueLimit: Int { queue ?? 4 * max(1, workers) }
+        /// Requests fetching, holding a source for a worker, or being processed.
+        var inFlightLimit: Int { max(1, workers) + max(0, fetchesAhead ?? workers) }
     }
 
     /// The settings the service was made with.
@@ -104,6 +115,8 @@ public final class ImageService: Service, Sendable {
         self.configuration = configuration
         var loaderConfiguration = configuration.loader
         loaderConfiguration.cacheImagesInMemory = false
+        loaderConfiguration.decodingThreads = max(1, configuration.workers)
+        loaderConfiguration.concurrentLoads = max(loaderConfiguration.concurrentLoads, configuration.inFlightLimit)
         loaderConfiguration.http.maxResponseBytes = configuration.maxSourceBytes
         loaderConfiguration.http.timeout = configuration.timeout
         if !configuration.network.allowsPrivateNetworks {
@@ -117,7 +130,8 @@ public final class ImageService: Service, Sendable {
         headerOptions = DecodingOptions(limits: limits)
         loader = try ImageLoader(configuration: loaderConfiguration)
         results = configuration.resultCacheBytes > 0 ? ResultCache(maxBytes: configuration.resultCacheBytes) : nil
-        admission = WorkScheduler(limit: configuration.workers, order: .fifo, maxWaiting: configuration.queueLimit)
+        admission = WorkScheduler(
+            limit: configuration.inFlightLimit, order: .fifo, maxWaiting: configuration.queueLimit)
         metrics = ServiceMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
     }
 
@@ -170,7 +184,8 @@ public final class ImageService: Service, Sendable {
         }
     }
 
-    /// Runs `body` on a worker: waits in the queue, or fails at once with 503 when it is full.
+    /// Runs `body` once it may start (fetch, then wait for one of the loader's decoding
+    /// threads, then process): waits in the queue, or fails at once with 503 when it is full.
     func admitted<T: Sendable>(_ priority: PriorityHandle, _ body: () async throws -> T) async throws -> T {
         metrics.queue(admission.waiting)
         do {

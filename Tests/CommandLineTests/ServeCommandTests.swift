@@ -319,7 +319,7 @@ struct ServeCommandTests {
     }
 
     @Test(
-        "past the workers and the queue the answer is an immediate 503 with Retry-After; identical requests share one run"
+        "past the workers, the fetches ahead and the queue the answer is an immediate 503 with Retry-After; a fetch does not hold the worker; identical requests share one run"
     )
     func overload() async throws {
         let origin = try await TestOrigin.start()
@@ -330,8 +330,9 @@ struct ServeCommandTests {
                 "/slow\(index).jpg",
                 .init(headers: [Self.jpeg, ("Cache-Control", "max-age=60")], body: photo, delay: 1.5))
         }
-        try await serving(["--allow-unsigned", "--allow-private-networks", "--workers", "1", "--queue", "1"]) {
-            server in
+        try await serving([
+            "--allow-unsigned", "--allow-private-networks", "--workers", "1", "--fetches-ahead", "1", "--queue", "1",
+        ]) { server in
             let start = ContinuousClock.now
             let answers = try await withThrowingTaskGroup(of: (Int, String?, Duration).self) { group in
                 for index in 0..<8 {
@@ -343,14 +344,18 @@ struct ServeCommandTests {
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
+            // One worker and one fetch ahead start at once; one request waits; five are refused.
             let refused = answers.filter { $0.0 == 503 }
-            let served = answers.filter { $0.0 == 200 }
-            #expect(served.count == 2, "\(answers)")
-            #expect(refused.count == 6 && refused.allSatisfy { $0.1 == "1" })
+            let served = answers.filter { $0.0 == 200 }.map(\.2).sorted()
+            #expect(served.count == 3, "\(answers)")
+            #expect(refused.count == 5 && refused.allSatisfy { $0.1 == "1" })
             #expect(refused.allSatisfy { $0.2 < .seconds(1.4) }, "503s came at once: \(refused)")
+            // The two started downloaded side by side: the second did not wait for the
+            // worker through the first one's 1.5 s download. The waiting one started after.
+            #expect(served.count == 3 && served[1] < .seconds(2.5) && served[2] >= .seconds(2.9), "\(served)")
 
             // A burst of 200 more: the refused ones hold nothing, so memory stays where
-            // one worker and one waiter put it (a debug build's own size included).
+            // one worker, one fetch ahead and one waiter put it (a debug build's own size included).
             let burst = try await withThrowingTaskGroup(of: Int.self) { group in
                 for index in 0..<200 {
                     group.addTask {
