@@ -16,17 +16,19 @@ Method, after imgproxy's image-servers-benchmark:
             URL for every request;
   servers   imageloader serve (unsigned URLs, no result cache, no disk cache, workers =
             cores) and thumbor 7.8.0 from PyPI in its own virtual environment (PIL
-            engine, one process per core, no storage, no result storage).
+            engine, no storage, no result storage): one single-process instance per
+            core behind nginx (least_conn, keep-alive), as thumbor's docs deploy it.
 Each round runs every (format, connections) pair on both servers, in an order rotated
 from round to round; the tables give medians over rounds of requests/s and wrk's p50 and
-p99 latency. Peak RSS is each server's VmHWM (for thumbor, the sum over its processes).
+p99 latency. Peak RSS is each server's VmHWM (for thumbor, the sum over its instances;
+the nginx in front of them is not counted).
 
 Then two more:
   cached    100 fixed URLs answered from the service's result cache, against nginx
             serving the same thumbnail bytes as static files (16 connections);
   overload  4x the sustainable JPEG rate (64 connections pausing between requests)
-            against --workers = cores --queue 4 per core: how many 503s, the longest wait
-            (against the 10 s timeout), peak RSS.
+            against --workers = --fetches-ahead = cores, --queue 4 per core: how many
+            503s, the longest wait (against the 10 s timeout), peak RSS.
 
 Installs nginx, wrk and ImageMagick with apt-get when missing, and thumbor with pip
 into .build/serve-bench/venv. Needs the release binary (scripts/build-release.sh).
@@ -114,7 +116,7 @@ def wait_for(url, seconds=60):
     sys.exit(f"serve_compare: no answer from {url}")
 
 
-def start_nginx(work, port, locations):
+def start_nginx(work, port, locations, upstreams=""):
     conf = os.path.join(work, f"nginx-{port}.conf")
     os.makedirs(os.path.join(work, "tmp"), exist_ok=True)
     user = subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
@@ -131,6 +133,7 @@ http {{
     client_body_temp_path {work}/tmp/body; proxy_temp_path {work}/tmp/proxy;
     fastcgi_temp_path {work}/tmp/fastcgi; uwsgi_temp_path {work}/tmp/uwsgi; scgi_temp_path {work}/tmp/scgi;
     types {{ image/jpeg jpg; image/png png; image/webp webp; }}
+    {upstreams}
     server {{
         listen 127.0.0.1:{port} backlog=4096;
         {locations}
@@ -226,7 +229,8 @@ class Server:
         self.log = open(os.path.join(tempfile.gettempdir(), f"serve-compare-{name}.log"), "w")
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=cwd,
                                         start_new_session=True)
-        wait_for(f"http://127.0.0.1:{port}/healthcheck" if name == "thumbor" else f"http://127.0.0.1:{port}/health")
+        wait_for(f"http://127.0.0.1:{port}/healthcheck" if name.startswith("thumbor")
+                 else f"http://127.0.0.1:{port}/health")
 
     def pids(self):
         return descendants(self.process.pid)
@@ -263,8 +267,37 @@ AUTO_WEBP = False
 RESPECT_ORIENTATION = True
 HTTP_LOADER_MAX_CLIENTS = 64
 """)
-    return Server("thumbor", [executable, "--port", str(port), "--conf", conf, "--processes", str(CORES),
-                              "--log-level", "error"], port)
+    return ThumborCluster(executable, port, work, conf)
+
+
+class ThumborCluster:
+    """thumbor as its documentation deploys it: one single-process instance per core, each
+    on its own port, behind nginx sending each request to the least busy. With
+    `thumbor --processes N` the processes share one listening socket and whichever
+    accepts first may take every connection: in earlier runs of this benchmark about
+    half the rounds ran thumbor on one core, which made the ratios a coin toss."""
+
+    def __init__(self, executable, port, work, conf):
+        ports = [free_port() for _ in range(CORES)]
+        self.instances = []
+        for index, instance_port in enumerate(ports):
+            self.instances.append(Server(f"thumbor{index}", [executable, "--port", str(instance_port), "--conf",
+                                                             conf, "--processes", "1", "--log-level", "error"],
+                                         instance_port))
+        servers = " ".join(f"server 127.0.0.1:{p};" for p in ports)
+        self.balancer = start_nginx(
+            work, port,
+            "location / { proxy_pass http://thumbor; proxy_http_version 1.1; proxy_set_header Connection \"\"; }",
+            upstreams=f"upstream thumbor {{ least_conn; {servers} keepalive 64; }}")
+        wait_for(f"http://127.0.0.1:{port}/healthcheck")
+
+    def pids(self):
+        return [pid for server in self.instances for pid in server.pids()]
+
+    def stop(self):
+        stop_nginx(self.balancer)
+        for server in self.instances:
+            server.stop()
 
 
 def main():
@@ -315,6 +348,10 @@ def main():
                             r = wrk(f"http://127.0.0.1:{port}", patterns[(name, fmt)], args.photos, c,
                                     args.duration, work, f"{name}-{fmt}-{c}")
                             results.setdefault((name, fmt, c), []).append(r)
+                            # wrk stops with requests still in flight; the server finishes them
+                            # (a departed client is noticed only when the answer is written), so
+                            # wait about as long as the slowest took before the next run starts.
+                            time.sleep(min(15.0, r["max"] / 1000 + 0.5))
                             print(f"round {round_index + 1} {name:11s} {fmt:4s} c={c:<3d} {r['rate']:7.1f}/s "
                                   f"p50 {r['p50']:7.1f} ms p99 {r['p99']:7.1f} ms non-2xx {r['non2xx']} "
                                   f"{r['socket']}", flush=True)
@@ -383,7 +420,7 @@ def main():
         sustainable = statistics.median(x["rate"] for x in results[("imageloader", "jpeg", connections[0])])
         offered = 4 * sustainable
         server = imageloader(args.binary, ours_port, "--result-cache-mb", "0", "--workers", str(CORES),
-                             "--queue", str(4 * CORES))
+                             "--fetches-ahead", str(CORES), "--queue", str(4 * CORES))
         try:
             seconds = min(args.duration, 30)
             r = wrk(f"http://127.0.0.1:{ours_port}", patterns[("imageloader", "jpeg")], args.photos, 64, seconds,
@@ -391,7 +428,8 @@ def main():
             peak = peak_rss_mib(server.pids())
         finally:
             server.stop()
-        print("\n## Overload: 4x the sustainable rate, --workers %d --queue %d\n" % (CORES, 4 * CORES))
+        print("\n## Overload: 4x the sustainable rate, --workers %d --fetches-ahead %d --queue %d\n"
+              % (CORES, CORES, 4 * CORES))
         print(f"offered about {offered:.0f}/s (4 x {sustainable:.0f}/s) over 64 connections for {seconds} s: "
               f"{r['total']} answers ({r['rate']:.0f}/s), served {r['total'] - r['non2xx']} "
               f"({(r['total'] - r['non2xx']) / seconds:.0f}/s), 503s {r['non2xx']}; "
