@@ -96,7 +96,10 @@ public final class ImageService: Service, Sendable {
         /// Requests that may wait to start.
         var queueLimit: Int { queue ?? 4 * max(1, workers) }
         /// Requests fetching, holding a source for a worker, or being processed.
-        var inFlightLimit: Int { max(1, workers) + max(0, fetchesAhead ?? workers) }
+        var inFlightLimit: Int {
+            let (sum, overflow) = max(1, workers).addingReportingOverflow(max(0, fetchesAhead ?? workers))
+            return overflow ? Int.max : sum
+        }
     }
 
     /// The settings the service was made with.
