@@ -94,12 +94,9 @@ public final class ImageService: Service, Sendable {
         public init() {}
 
         /// Requests that may wait to start.
-        var queueLimit: Int { queue ?? 4 * max(1, workers) }
+        var queueLimit: Int { queue ?? Checked.saturatingMultiply(4, max(1, workers)) }
         /// Requests fetching, holding a source for a worker, or being processed.
-        var inFlightLimit: Int {
-            let (sum, overflow) = max(1, workers).addingReportingOverflow(max(0, fetchesAhead ?? workers))
-            return overflow ? Int.max : sum
-        }
+        var inFlightLimit: Int { Checked.saturatingAdd(max(1, workers), max(0, fetchesAhead ?? workers)) }
     }
 
     /// The settings the service was made with.
