@@ -29,7 +29,7 @@ let package = Package(
         // Thin C targets: headers, link flags and the setjmp/variadic shims Swift cannot express.
         .target(
             name: "CPNG",
-            linkerSettings: [.linkedLibrary("png16")]
+            linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("z")]
         ),
         .target(
             name: "CJPEG",
@@ -105,7 +105,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RasterImageTests",
-            dependencies: ["RasterImage"]
+            dependencies: ["RasterImage", "CDeflate"]
         ),
         // A scripted HTTP origin for the tests (not part of any product).
         .target(

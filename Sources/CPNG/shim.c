@@ -1,6 +1,7 @@
 #include "CPNG.h"
 
 #include <setjmp.h>
+#include <zlib.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,4 +189,22 @@ int cpng_write_rgba8(cpng_write_fn write, void *context,
     int result = write_rows(png, info, &state, pixels, width, height, stride, drop_alpha, level, icc, icc_length);
     png_destroy_write_struct(&png, &info);
     return result;
+}
+
+// ---- zlib's run-length strategy ---------------------------------------------
+
+size_t cpng_zlib_compress_rle(const uint8_t *input, size_t length, uint8_t *output, size_t capacity) {
+    if (length > UINT32_MAX || capacity > UINT32_MAX) return 0;
+    z_stream stream;
+    memset(&stream, 0, sizeof stream);
+    // Level 6 and the largest window and memory: Z_RLE's speed hardly depends on them.
+    if (deflateInit2(&stream, 6, Z_DEFLATED, 15, 9, Z_RLE) != Z_OK) return 0;
+    stream.next_in = (Bytef *)input;
+    stream.avail_in = (uInt)length;
+    stream.next_out = output;
+    stream.avail_out = (uInt)capacity;
+    int status = deflate(&stream, Z_FINISH);
+    size_t written = stream.total_out;
+    deflateEnd(&stream);
+    return status == Z_STREAM_END ? written : 0;
 }

@@ -39,13 +39,18 @@ public struct ImageEncodingError: Error, Sendable, Hashable, CustomStringConvert
     }
 }
 
-/// Writes PNG with libpng: 8-bit RGBA, or RGB when the image is opaque.
+/// Writes PNG: 8-bit RGBA, or RGB when the image is opaque.
+///
+/// Images of up to 32 MiB of image data are filtered with SIMD and compressed in one
+/// piece, by libdeflate or zlib's run-length strategy, whichever does better on a band
+/// of the image (zlib's on photographs, libdeflate's on drawings and text); larger ones
+/// stream through libpng and zlib, a row at a time.
 ///
 /// ```swift
 /// let png = try PNGEncoder(compressionLevel: 6).encode(image)
 /// ```
 public struct PNGEncoder: Sendable, Hashable {
-    /// zlib's level, 0 (store) to 9 (smallest). 6 is zlib's balance of size and time.
+    /// The compression level, 0 (stored) to 9 (smallest), as in zlib; 6 balances size and time.
     public var compressionLevel: Int
     /// Always write the alpha channel, even for an opaque image.
     public var alwaysIncludeAlpha: Bool
@@ -69,9 +74,15 @@ public struct PNGEncoder: Sendable, Hashable {
         try ImageEncodingError.checkFrame(frame, of: image, format: .png)
         let straight = image.straightAlpha()
         let dropAlpha = !alwaysIncludeAlpha && !straight.hasAlpha
+        let icc = includeICCProfile ? straight.iccProfile ?? [] : []
+        let written = straight.frames[frame].pixels.withUnsafeBufferPointer {
+            PNGWriter.write(
+                pixels: $0, width: straight.width, height: straight.height, bytesPerRow: straight.bytesPerRow,
+                dropAlpha: dropAlpha, level: compressionLevel, iccProfile: icc)
+        }
+        if let written { return written }
         var output = PNGOutput()
         var message = [CChar](repeating: 0, count: 200)
-        let icc = includeICCProfile ? straight.iccProfile ?? [] : []
         let status = straight.frames[frame].pixels.withUnsafeBufferPointer { pixels in
             icc.withUnsafeBufferPointer { icc in
                 withUnsafeMutablePointer(to: &output) { output in
