@@ -128,13 +128,21 @@ struct PNGImageData {
         case .rgba:
             destination.copyMemory(from: source, byteCount: width * 4)
         case .rgb(let transparent):
-            for x in 0..<width {
-                var pixel = (source + x * 3).loadUnaligned(as: SIMD4<UInt8>.self)
-                pixel[3] = 255
-                if let transparent, pixel[0] == transparent[0], pixel[1] == transparent[1], pixel[2] == transparent[2] {
-                    pixel[3] = 0
+            // As 32-bit words (the fourth byte read is the next pixel's, the next row's filter
+            // byte, or the slack after the last row): setting a lane of a SIMD4 went through
+            // the stack, a stalled load per pixel.
+            if let transparent {
+                let key = UInt32(transparent[0]) | UInt32(transparent[1]) << 8 | UInt32(transparent[2]) << 16
+                for x in 0..<width {
+                    let color = UInt32(littleEndian: (source + x * 3).loadUnaligned(as: UInt32.self)) & 0xFF_FFFF
+                    let pixel = color == key ? color : color | 0xFF00_0000
+                    (destination + x * 4).storeBytes(of: pixel.littleEndian, as: UInt32.self)
                 }
-                (destination + x * 4).storeBytes(of: pixel, as: SIMD4<UInt8>.self)
+            } else {
+                for x in 0..<width {
+                    let pixel = UInt32(littleEndian: (source + x * 3).loadUnaligned(as: UInt32.self)) | 0xFF00_0000
+                    (destination + x * 4).storeBytes(of: pixel.littleEndian, as: UInt32.self)
+                }
             }
         case .gray(let transparent):
             for x in 0..<width {
