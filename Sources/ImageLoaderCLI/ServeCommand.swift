@@ -79,8 +79,8 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The quality of WebP results when the URL names none.")
     var webpQuality = 75
 
-    @Option(help: "zlib's level for PNG results, 0 to 9.")
-    var pngCompression = 4
+    @Option(help: "The compression level of PNG results, 0 (stored) to 9.")
+    var pngCompression = 6
 
     @Flag(help: "Serve POST /upload/{options}.")
     var allowUploads = false

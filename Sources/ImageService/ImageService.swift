@@ -75,9 +75,10 @@ public final class ImageService: Service, Sendable {
         public var jpegQuality = 80
         /// The quality of WebP results when the URL names none.
         public var webPQuality = 75
-        /// zlib's level for PNG results, 0 to 9. 4 by default: on photographic
-        /// thumbnails it writes files within 1% of level 6 in half the deflate time.
-        public var pngCompressionLevel = 4
+        /// The compression level of PNG results, 0 (stored) to 9, as ``PNGEncoder``'s.
+        /// Photographs are written with zlib's run-length coding whatever the level;
+        /// the level is libdeflate's for drawings, text and flat colour.
+        public var pngCompressionLevel = 6
         /// The loader's settings (disk cache folder and size, HTTP). The service sets
         /// the source limits, the timeout, the address filter and the decoding threads
         /// (``workers``) on it, lets it download as many sources at once as may be in
