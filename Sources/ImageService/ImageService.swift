@@ -75,7 +75,7 @@ public final class ImageService: Service, Sendable {
         public var jpegQuality = 80
         /// The quality of WebP results when the URL names none.
         public var webPQuality = 75
-        /// The compression level of PNG results, 0 (stored) to 9, as ``PNGEncoder``'s.
+        /// The compression level of PNG results, 0 (stored) to 9, as `PNGEncoder`'s.
         /// Photographs are written with zlib's run-length coding whatever the level;
         /// the level is libdeflate's for drawings, text and flat colour.
         public var pngCompressionLevel = 6
