@@ -63,9 +63,9 @@ int cpng_write_rgba8(cpng_write_fn write, void *context,
                      char *message, size_t message_capacity);
 
 /// Compresses `length` bytes into a zlib stream with zlib's run-length strategy
-/// (Z_RLE: only matches at distance 1, Huffman codes for
-/// the rest), which suits filtered photographs. Returns the stream's length, or 0 when
-/// it does not fit in `capacity` or zlib fails. `deflateInit2` is a macro, hence the shim.
+/// (Z_RLE: matches only at distance 1, Huffman codes for the rest), which suits
+/// filtered photographs. Returns the stream's length, or 0 when it does not fit in
+/// `capacity` or zlib fails. `deflateInit2` is a macro, hence the shim.
 size_t cpng_zlib_compress_rle(const uint8_t *input, size_t length, uint8_t *output, size_t capacity);
 
 #endif
