@@ -14,8 +14,9 @@ import CPNG
 /// - zlib's run-length strategy, which wins on photographs: their filtered rows are
 ///   noise, and long matches there cost more bits than they save.
 enum PNGWriter {
-    /// The most filtered image data written in one piece (an 8-megapixel RGBA image).
-    static let maxFilteredBytes = 32 << 20
+    /// The most filtered image data written in one piece: as much as the reader's
+    /// one-piece path inflates (an 8-megapixel RGBA image).
+    static let maxFilteredBytes = PNGImageData.maxInflatedBytes
 
     /// A band of at least this many bytes of filtered rows chooses the compressor.
     static let minSampleBytes = 32 << 10
