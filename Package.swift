@@ -128,7 +128,11 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageServiceTests",
-            dependencies: ["ImageService"]
+            dependencies: [
+                "ImageService",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "CommandLineTests",

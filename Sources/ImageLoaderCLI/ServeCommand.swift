@@ -188,11 +188,14 @@ struct ServeCommand: AsyncParsableCommand {
         } catch {
             throw CommandFailure("cannot start: \(error)")
         }
-        let router = Router()
+        let router = Router(context: ImageServiceRequestContext.self)
         service.addRoutes(to: router, metricsText: { registry.emitToString() })
         let (host, port) = (self.host, self.port)
         let app = Application(
-            router: router, configuration: .init(address: .hostname(host, port: port), serverName: nil),
+            router: router,
+            // Work for a client that has gone stops (ClientDepartureHandler).
+            server: .http1(configuration: .init(additionalChannelHandlers: [ClientDepartureHandler()])),
+            configuration: .init(address: .hostname(host, port: port), serverName: nil),
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? port
                 // The one line a supervisor or a test reads to find the port.

@@ -18,6 +18,10 @@ extension ImageService {
     /// | `GET /health` | `ok` |
     /// | `GET /metrics` | the metrics, when `metricsText` is given (Prometheus text) |
     ///
+    /// When `Context` is a ``ChannelRequestContext`` and the connection has a
+    /// ``ClientDepartureHandler``, a request whose client closes the connection stops
+    /// and is logged as 499.
+    ///
     /// ```swift
     /// let registry = PrometheusCollectorRegistry()
     /// configuration.metricsFactory = PrometheusMetricsFactory(registry: registry)
@@ -38,38 +42,49 @@ extension ImageService {
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(string: metricsText())))
         }
-        group.post("info") { request, _ in
-            await self.withBody(request) { body in self.info(of: body) }.response
+        group.post("info") { request, context in
+            await self.withBody(request, context) { body in self.info(of: body) }.response
         }
-        group.post("upload/**") { request, _ in
+        group.post("upload/**") { request, context in
             guard self.configuration.allowsUploads else {
                 return Reply.failure(ServiceError(status: 404, "uploads are not enabled")).response
             }
             let path = request.uri.path.dropFirst("/upload".count)
-            return await self.withBody(request) { body in
+            return await self.withBody(request, context) { body in
                 await self.upload(
                     optionsPath: path, body: body, accept: request.headers[.accept],
                     contentType: request.headers[.contentType])
             }.response
         }
-        group.get("**") { request, _ in await self.process(request).response }
+        group.get("**") { request, context in await self.process(request, context).response }
         // HEAD: the same status and header fields, the length of the body, no body.
-        group.head("**") { request, _ in await self.process(request).response.createHeadResponse() }
+        group.head("**") { request, context in await self.process(request, context).response.createHeadResponse() }
     }
 
     /// The answer to a processing URL, with the request's `Accept` and conditional fields.
-    private func process(_ request: Request) async -> Reply {
+    private func process<Context: RequestContext>(_ request: Request, _ context: Context) async -> Reply {
         let conditions = Conditions(
             ifNoneMatch: request.headers[.ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince])
-        return await process(path: request.uri.path, accept: request.headers[.accept], conditions: conditions)
+        return await process(
+            path: request.uri.path, accept: request.headers[.accept], conditions: conditions,
+            departure: { await ImageService.departure(context) })
+    }
+
+    /// The departure of the request's client, when the context carries its channel and
+    /// the channel has a ``ClientDepartureHandler``.
+    private static func departure<Context: RequestContext>(_ context: Context) async -> ClientDeparture? {
+        guard let channel = (context as? any ChannelRequestContext)?.channel else { return nil }
+        return await ClientDepartureHandler.departure(on: channel)
     }
 
     /// Collects the request's body (at most the source limit, else 413) on a worker,
     /// within the timeout, and answers with `body`.
-    private func withBody(_ request: Request, _ body: @escaping @Sendable ([UInt8]) async -> Reply) async -> Reply {
+    private func withBody<Context: RequestContext>(
+        _ request: Request, _ context: Context, _ body: @escaping @Sendable ([UInt8]) async -> Reply
+    ) async -> Reply {
         let maxBytes = configuration.maxSourceBytes
         do {
-            return try await withTimeout {
+            return try await withTimeout(leavingWith: await ImageService.departure(context)) {
                 try await self.admitted(PriorityHandle(.normal)) {
                     let buffer: ByteBuffer
                     do {

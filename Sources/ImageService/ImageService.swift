@@ -16,9 +16,11 @@ import ServiceLifecycle
 /// var configuration = ImageService.Configuration()
 /// configuration.signature = try URLSignature(hexPairs: [(key: key, salt: salt)])
 /// let service = try ImageService(configuration: configuration)
-/// let router = Router()
+/// let router = Router(context: ImageServiceRequestContext.self)
 /// service.addRoutes(to: router)
-/// let app = Application(router: router)
+/// let app = Application(
+///     router: router,
+///     server: .http1(configuration: .init(additionalChannelHandlers: [ClientDepartureHandler()])))
 /// try await ServiceGroup(services: [service, app], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 /// ```
 ///
@@ -27,7 +29,8 @@ import ServiceLifecycle
 /// ``Configuration/queue`` wait; beyond that the answer is an immediate 503 with
 /// `Retry-After`, so memory and latency stay bounded under any load. Identical
 /// requests in flight share one result; results are kept in memory while their source
-/// is fresh.
+/// is fresh. With ``ImageServiceRequestContext`` (or any ``ChannelRequestContext``) and a
+/// ``ClientDepartureHandler`` on each connection, a request whose client has gone stops.
 public final class ImageService: Service, Sendable {
     /// The service's settings; the defaults are safe on the open internet.
     public struct Configuration: Sendable {
@@ -152,7 +155,11 @@ public final class ImageService: Service, Sendable {
 
     /// The answer to `GET {path}`, a processing URL, with the request's `Accept` and
     /// conditional header fields.
-    func process(path: String, accept: String?, conditions: Conditions) async -> Reply {
+    /// `departure` is asked for only when the answer is not in the result cache.
+    func process(
+        path: String, accept: String?, conditions: Conditions,
+        departure: @Sendable () async -> ClientDeparture? = { nil }
+    ) async -> Reply {
         let takesWebP = accept.map(ResponseRules.accepts(webP:)) == true
         let requestKey = RequestKey(path: path, acceptsWebP: takesWebP)
         if let results, let hit = results.fresh(requestKey, at: Date()) {
@@ -164,7 +171,7 @@ public final class ImageService: Service, Sendable {
                 path, signature: configuration.signature, allowsUnsigned: configuration.allowsUnsigned)
             let allowed = try configuration.sources.check(url.source)
             let key = ResultKey(source: allowed.text, options: url.options, acceptsWebP: url.format == nil && takesWebP)
-            let outcome = try await withTimeout {
+            let outcome = try await withTimeout(leavingWith: await departure()) {
                 try await self.shared.value(
                     for: ProcessingKey(result: key, conditions: conditions), product: nil,
                     priority: PriorityHandle(.normal)
@@ -196,12 +203,37 @@ public final class ImageService: Service, Sendable {
         }
     }
 
-    /// `body`, or 504 once the request's timeout passes (`body` is then cancelled).
-    func withTimeout<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        guard let value = try await untilDeadline(.now + configuration.timeout, body) else {
-            throw ServiceError.timedOut
+    /// `body`, or 504 once the request's timeout passes, or 499 once `departure` says the
+    /// client has gone (`body` is then cancelled).
+    func withTimeout<T: Sendable>(
+        leavingWith departure: ClientDeparture? = nil, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        try await ImageService.run(body, timeout: configuration.timeout, departure: departure)
+    }
+
+    /// `body`, or 504 once `timeout` passes, or 499 once `departure` says the client has
+    /// gone (`body` is then cancelled).
+    static func run<T: Sendable>(
+        _ body: @escaping @Sendable () async throws -> T, timeout: Duration, departure: ClientDeparture?
+    ) async throws -> T {
+        let deadline = ContinuousClock.now + timeout
+        return try await withThrowingTaskGroup(of: T.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(until: deadline, clock: .continuous)
+                throw ServiceError.timedOut
+            }
+            if let departure {
+                group.addTask {
+                    await departure.wait()
+                    throw Task.isCancelled ? CancellationError() : ServiceError.clientClosed
+                }
+            }
+            // The first to end decides; the others are cancelled, and what they throw then is dropped.
+            defer { group.cancelAll() }
+            guard let value = try await group.next() else { throw CancellationError() }
+            return value
         }
-        return value
     }
 
     /// Fetches the source, answers 304 when the conditions match its entity tag, or

@@ -11,6 +11,7 @@ import RasterImage
 /// | 413 | the source has more bytes or pixels than the limits |
 /// | 415 | the source is not an accepted image type |
 /// | 422 | the source cannot be decoded |
+/// | 499 | the client closed its connection first (logged and counted only; see ``ClientDepartureHandler``) |
 /// | 502 | the source failed (an error status, a broken response, no connection) |
 /// | 503 | overloaded (with `Retry-After`), or shutting down |
 /// | 504 | the source or the processing took longer than the timeout |
@@ -33,6 +34,9 @@ public struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible {
 
     static let overloaded = ServiceError(status: 503, "overloaded, retry later")
     static let timedOut = ServiceError(status: 504, "timed out")
+    /// nginx's status for a client that closed its connection before the answer: logged
+    /// and counted, never seen by the client.
+    static let clientClosed = ServiceError(status: 499, "client closed the connection")
 
     /// The status and text for anything a request can throw.
     static func from(_ error: any Error) -> ServiceError {

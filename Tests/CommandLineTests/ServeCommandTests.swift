@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import ImageService
 import NIOHTTP1
@@ -382,6 +383,56 @@ struct ServeCommandTests {
             #expect(shared.allSatisfy { $0 == 200 }, "\(shared)")
             #expect(origin.count("/slow7.jpg") <= 1)
             #expect(try await server.metric("imageservice_processing_seconds_count") == processedBefore + 1)
+        }
+    }
+
+    @Test(
+        "a client that leaves stops its request: its download and its place are freed at once, and it is counted as 499"
+    )
+    func clientDeparture() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        let photo = TestAssets.bytes("jpeg-800x600.jpg")
+        for index in 0..<3 {
+            origin.serve("/slow\(index).jpg", .init(headers: [Self.jpeg], body: photo, delay: 3))
+        }
+        origin.serve("/fast.jpg", .init(headers: [Self.jpeg], body: photo))
+        try await serving([
+            "--allow-unsigned", "--allow-private-networks", "--workers", "1", "--fetches-ahead", "1", "--queue", "1",
+        ]) { server in
+            // Three requests fill the service (a worker's download, one ahead, one waiting);
+            // their clients give up after 0.3 s and close their connections.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<3 {
+                    group.addTask {
+                        let path = "/insecure/w:50/plain/" + origin.url("/slow\(index).jpg").absoluteString
+                        await #expect(throws: HTTPClientError.self) {
+                            _ = try await server.get(path, timeout: .milliseconds(300))
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            // The service notices (the sources' 3 s are far off), ends them as 499 ...
+            try await waitUntil("the three were counted as 499") {
+                try await server.metric("imageservice_requests_total{status=\"499\"}") == 3
+            }
+            #expect(origin.count("/slow0.jpg") + origin.count("/slow1.jpg") + origin.count("/slow2.jpg") >= 2)
+            // ... and their places are free: three more are all served, where a service still
+            // working for the departed would refuse them with 503.
+            let answers = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<3 {
+                    group.addTask {
+                        try await server.get(
+                            "/insecure/w:\(60 + index)/plain/" + origin.url("/fast.jpg").absoluteString
+                        )
+                        .status
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(answers == [200, 200, 200], "\(answers)")
+            #expect(server.printed.contains(" 499"))
         }
     }
 

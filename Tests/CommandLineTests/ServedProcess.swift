@@ -75,8 +75,11 @@ final class ServedProcess: Sendable {
     /// Everything the process printed so far (the access log included).
     var printed: String { output.text }
 
-    func get(_ path: String, headers: [(String, String)] = []) async throws -> Answer {
-        try await ServedProcess.request(port: port, path, headers: headers)
+    /// A GET; a client that gives up after `timeout` closes its connection.
+    func get(_ path: String, headers: [(String, String)] = [], timeout: TimeAmount = .seconds(60)) async throws
+        -> Answer
+    {
+        try await ServedProcess.request(port: port, path, headers: headers, timeout: timeout)
     }
 
     func post(_ path: String, body: [UInt8], headers: [(String, String)] = []) async throws -> Answer {
@@ -85,13 +88,14 @@ final class ServedProcess: Sendable {
 
     /// A request to a server on 127.0.0.1 (this one, an instance behind nginx, nginx).
     static func request(
-        port: Int, _ path: String, method: HTTPMethod = .GET, headers: [(String, String)] = [], body: [UInt8]? = nil
+        port: Int, _ path: String, method: HTTPMethod = .GET, headers: [(String, String)] = [], body: [UInt8]? = nil,
+        timeout: TimeAmount = .seconds(60)
     ) async throws -> Answer {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-        let response = try await client.execute(request, timeout: .seconds(60))
+        let response = try await client.execute(request, timeout: timeout)
         let bytes = try await response.body.collect(upTo: 256 << 20)
         return Answer(
             status: Int(response.status.code), headers: response.headers, body: Array(bytes.readableBytesView))

@@ -1,0 +1,130 @@
+import Hummingbird
+import NIOCore
+import RasterImage
+
+/// Notices a client that leaves before its answer: the work for it stops, and the
+/// request is logged and counted with status 499, as nginx does. A request waiting in
+/// the queue leaves it; a download or a thumbnail that no other request waits for is
+/// cancelled (a decode already running on a worker finishes, and its result is dropped).
+///
+/// A client that closes its connection sends end-of-input (or a reset). Hummingbird
+/// keeps a half-closed connection open, so nothing else tells a running request that
+/// its client has gone; without this handler the service finishes every abandoned
+/// request and learns only when it writes the answer.
+///
+/// Add one to each connection's pipeline and give the router a context that
+/// conforms to ``ChannelRequestContext`` (``ImageServiceRequestContext`` does):
+///
+/// ```swift
+/// let router = Router(context: ImageServiceRequestContext.self)
+/// service.addRoutes(to: router)
+/// let app = Application(
+///     router: router,
+///     server: .http1(configuration: .init(additionalChannelHandlers: [ClientDepartureHandler()])))
+/// ```
+///
+/// A client that half-closes its side after sending a request, and still reads the
+/// answer, counts as gone: nginx treats it so too (`proxy_ignore_client_abort off`).
+public final class ClientDepartureHandler: ChannelInboundHandler, RemovableChannelHandler {
+    public typealias InboundIn = NIOAny
+
+    let departure = ClientDeparture()
+
+    /// A handler for one connection (the `additionalChannelHandlers` closure makes one per connection).
+    public init() {}
+
+    /// End-of-input from the client: it has gone.
+    public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .inputClosed { departure.depart() }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// The connection closed (a reset included): the client has gone.
+    public func channelInactive(context: ChannelHandlerContext) {
+        departure.depart()
+        context.fireChannelInactive()
+    }
+
+    /// The departure of the client on `channel`, when the channel has the handler.
+    static func departure(on channel: any Channel) async -> ClientDeparture? {
+        try? await channel.eventLoop.submit {
+            try channel.pipeline.syncOperations.handler(type: ClientDepartureHandler.self).departure
+        }.get()
+    }
+}
+
+/// A request context that carries the channel its request came on, so the service can
+/// stop working for a client that has gone (see ``ClientDepartureHandler``).
+public protocol ChannelRequestContext: RequestContext {
+    /// The connection the request arrived on.
+    var channel: any Channel { get }
+}
+
+/// Hummingbird's basic request context plus the request's channel: the context
+/// `imageloader serve` uses.
+///
+/// ```swift
+/// let router = Router(context: ImageServiceRequestContext.self)
+/// ```
+public struct ImageServiceRequestContext: ChannelRequestContext {
+    /// Hummingbird's per-request storage (logger, parameters, id).
+    public var coreContext: CoreRequestContextStorage
+    /// The connection the request arrived on.
+    public let channel: any Channel
+
+    /// The context of a request from `source`, the application's connection.
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
+    }
+}
+
+/// One connection's client leaving: requests wait on it beside their work.
+final class ClientDeparture: Sendable {
+    private struct State {
+        var departed = false
+        var nextID: UInt64 = 0
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        /// Waiters cancelled before they registered: refused when they do.
+        var cancelled: Set<UInt64> = []
+    }
+
+    private let state = Lock(State())
+
+    var hasDeparted: Bool { state.withLock { $0.departed } }
+
+    /// The client has gone: every waiter returns, and so will any later one.
+    func depart() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.departed = true
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns once the client has gone, or once the calling task is cancelled.
+    func wait() async {
+        let id = state.withLock { state -> UInt64 in
+            state.nextID += 1
+            return state.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if state.departed || state.cancelled.remove(id) != nil { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                if let waiter = state.waiters.removeValue(forKey: id) { return waiter }
+                if !state.departed { state.cancelled.insert(id) }
+                return nil
+            }
+            waiter?.resume()
+        }
+    }
+}
