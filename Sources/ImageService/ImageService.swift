@@ -194,10 +194,16 @@ public final class ImageService: Service, Sendable {
 
     /// Runs `body` once it may start (fetch, then wait for one of the loader's decoding
     /// threads, then process): waits in the queue, or fails at once with 503 when it is full.
+    /// The queue-depth gauge is set when a request arrives, when it leaves the queue and
+    /// when it ends (served, refused or cancelled), so it falls back to 0 as the queue drains.
     func admitted<T: Sendable>(_ priority: PriorityHandle, _ body: () async throws -> T) async throws -> T {
         metrics.queue(admission.waiting)
+        defer { metrics.queue(admission.waiting) }
         do {
-            return try await admission.run(priority: priority, body)
+            return try await admission.run(priority: priority) {
+                metrics.queue(admission.waiting)
+                return try await body()
+            }
         } catch is WorkScheduler.Full {
             throw ServiceError.overloaded
         }

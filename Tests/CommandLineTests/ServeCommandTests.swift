@@ -368,6 +368,8 @@ struct ServeCommandTests {
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(burst.filter { $0 == 503 }.count >= 190, "\(burst)")
+            // Nothing waits any more, and the gauge says so (it is not left at its last arrival's value).
+            #expect(try await server.metric("imageservice_queue_depth") == 0)
             #expect(server.peakMemoryKiB < 160_000, "peak RSS \(server.peakMemoryKiB) KiB")
 
             // Ten identical requests: one fetch, one processing.
