@@ -112,7 +112,8 @@ final class ClientDeparture: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let now = state.withLock { state -> Bool in
-                    if state.departed || state.cancelled.remove(id) != nil { return true }
+                    let cancelled = state.cancelled.remove(id) != nil
+                    if state.departed || cancelled { return true }
                     state.waiters[id] = continuation
                     return false
                 }
