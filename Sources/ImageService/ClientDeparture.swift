@@ -103,6 +103,13 @@ final class ClientDeparture: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// Throws ``ServiceError`` 499 once the client has gone, or `CancellationError` once
+    /// the calling task is cancelled.
+    func left() async throws -> Never {
+        await wait()
+        throw Task.isCancelled ? CancellationError() : ServiceError.clientClosed
+    }
+
     /// Returns once the client has gone, or once the calling task is cancelled.
     func wait() async {
         let id = state.withLock { state -> UInt64 in

@@ -214,32 +214,20 @@ public final class ImageService: Service, Sendable {
     func withTimeout<T: Sendable>(
         leavingWith departure: ClientDeparture? = nil, _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
-        try await ImageService.run(body, timeout: configuration.timeout, departure: departure)
+        try await ImageService.withTimeout(configuration.timeout, leavingWith: departure, body)
     }
 
     /// `body`, or 504 once `timeout` passes, or 499 once `departure` says the client has
     /// gone (`body` is then cancelled).
-    static func run<T: Sendable>(
-        _ body: @escaping @Sendable () async throws -> T, timeout: Duration, departure: ClientDeparture?
+    static func withTimeout<T: Sendable>(
+        _ timeout: Duration, leavingWith departure: ClientDeparture?,
+        _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
-        let deadline = ContinuousClock.now + timeout
-        return try await withThrowingTaskGroup(of: T.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(until: deadline, clock: .continuous)
-                throw ServiceError.timedOut
-            }
-            if let departure {
-                group.addTask {
-                    await departure.wait()
-                    throw Task.isCancelled ? CancellationError() : ServiceError.clientClosed
-                }
-            }
-            // The first to end decides; the others are cancelled, and what they throw then is dropped.
-            defer { group.cancelAll() }
-            guard let value = try await group.next() else { throw CancellationError() }
-            return value
+        let stop = departure.map { departure in { @Sendable () async throws -> Never in try await departure.left() } }
+        guard let value = try await untilDeadline(.now + timeout, orUntil: stop, body) else {
+            throw ServiceError.timedOut
         }
+        return value
     }
 
     /// Fetches the source, answers 304 when the conditions match its entity tag, or

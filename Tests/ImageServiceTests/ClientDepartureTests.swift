@@ -40,16 +40,18 @@ struct ClientDepartureTests {
     func endings() async throws {
         let departure = ClientDeparture()
         let gone = Task {
-            try await ImageService.run(
-                { try await Task.sleep(for: .seconds(30)) }, timeout: .seconds(30), departure: departure)
+            try await ImageService.withTimeout(.seconds(30), leavingWith: departure) {
+                try await Task.sleep(for: .seconds(30))
+            }
         }
         departure.depart()
         await #expect(throws: ServiceError.clientClosed) { try await gone.value }
         await #expect(throws: ServiceError.timedOut) {
-            try await ImageService.run(
-                { try await Task.sleep(for: .seconds(30)) }, timeout: .milliseconds(100), departure: ClientDeparture())
+            try await ImageService.withTimeout(.milliseconds(100), leavingWith: ClientDeparture()) {
+                try await Task.sleep(for: .seconds(30))
+            }
         }
-        let value = try await ImageService.run({ 7 }, timeout: .seconds(30), departure: ClientDeparture())
+        let value = try await ImageService.withTimeout(.seconds(30), leavingWith: ClientDeparture()) { 7 }
         #expect(value == 7)
     }
 }
