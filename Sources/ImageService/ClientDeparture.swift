@@ -85,8 +85,6 @@ final class ClientDeparture: Sendable {
         var departed = false
         var nextID: UInt64 = 0
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
-        /// Waiters cancelled before they registered: refused when they do.
-        var cancelled: Set<UInt64> = []
     }
 
     private let state = Lock(State())
@@ -118,21 +116,17 @@ final class ClientDeparture: Sendable {
         }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                // A task is marked cancelled before its handler runs, and the handler takes
+                // the lock: either this sees the mark, or the handler finds the waiter.
                 let now = state.withLock { state -> Bool in
-                    let cancelled = state.cancelled.remove(id) != nil
-                    if state.departed || cancelled { return true }
+                    if state.departed || Task.isCancelled { return true }
                     state.waiters[id] = continuation
                     return false
                 }
                 if now { continuation.resume() }
             }
         } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-                if let waiter = state.waiters.removeValue(forKey: id) { return waiter }
-                if !state.departed { state.cancelled.insert(id) }
-                return nil
-            }
-            waiter?.resume()
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
         }
     }
 }
