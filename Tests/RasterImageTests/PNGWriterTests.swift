@@ -177,20 +177,24 @@ struct PNGWriterTests {
         }
     }
 
-    @Test("photographs get run-length coding, drawings libdeflate's: the smaller of the two")
+    @Test("photographs get literals under a Huffman code, drawings libdeflate's matches: the smallest of three")
     func compressorChoice() throws {
-        for (content, runLengthWins) in [(Content.photo, true), (.pattern, false)] {
+        for (content, literalsWin) in [(Content.photo, true), (.pattern, false)] {
             // Given a small image (the whole of it is the band that chooses)
             let image = Self.image(content, width: 120, height: 80, alpha: false, seed: 5)
             // When it is written at level 4
             let png = try PNGEncoder(compressionLevel: 4).encode(image)
             let idat = Self.chunks(png).filter { $0.type == "IDAT" }.flatMap(\.data)
             let filtered = try #require(Self.inflate(idat, count: 80 * (120 * 3 + 1)))
-            // Then its stream is the smaller of the two compressors' on the same rows
+            // Then its stream is the smallest of the three compressors' on the same rows
+            let literals = try #require(filtered.withUnsafeBytes { HuffmanDeflate.zlib($0) })
             let runLength = try #require(filtered.withUnsafeBytes { PNGWriter.runLengthDeflate($0) })
             let lz = try #require(filtered.withUnsafeBytes { PNGWriter.deflate($0, level: 4) })
-            #expect(idat == (runLength.count <= lz.count ? runLength : lz), "\(content)")
-            #expect((runLength.count < lz.count) == runLengthWins, "\(content): \(runLength.count) vs \(lz.count)")
+            let smallest = [literals, runLength, lz].min { $0.count < $1.count }!
+            #expect(idat == smallest, "\(content)")
+            #expect(
+                (literals.count < lz.count) == literalsWin,
+                "\(content): \(literals.count) vs \(runLength.count) vs \(lz.count)")
         }
     }
 

@@ -42,9 +42,9 @@ public struct ImageEncodingError: Error, Sendable, Hashable, CustomStringConvert
 /// Writes PNG: 8-bit RGBA, or RGB when the image is opaque.
 ///
 /// Images of up to 32 MiB of image data are filtered with SIMD and compressed in one
-/// piece, by libdeflate or zlib's run-length strategy, whichever does better on a band
-/// of the image (zlib's on photographs, libdeflate's on drawings and text); larger ones
-/// stream through libpng and zlib, a row at a time.
+/// piece: literals only under a Huffman code of their own (photographs), zlib's
+/// run-length strategy, or libdeflate (drawings and text), whichever does best on a band
+/// of the image. Larger ones stream through libpng and zlib, a row at a time.
 ///
 /// ```swift
 /// let png = try PNGEncoder(compressionLevel: 6).encode(image)

@@ -7,12 +7,13 @@ import CPNG
 /// 512 x 384 photograph). Larger images go through libpng, which streams.
 ///
 /// Each row gets whichever of the five filters leaves the smallest sum of residuals
-/// (libpng's heuristic). Two compressors are tried on a band from the middle of the
-/// image, and the smaller result decides for the whole of it:
+/// (libpng's heuristic). Three compressors are tried on a band from the middle of the
+/// image, and the smallest result decides for the whole of it:
+/// - ``HuffmanDeflate``, literals only, which wins on photographs: their filtered rows
+///   are noise, and matches there cost more bits than they save;
+/// - zlib's run-length strategy, for noise with runs in it (a JPEG'd diagram);
 /// - libdeflate at the requested level, which wins on drawings, text and flat colour,
-///   where long matches pay;
-/// - zlib's run-length strategy, which wins on photographs: their filtered rows are
-///   noise, and long matches there cost more bits than they save.
+///   where long matches pay.
 enum PNGWriter {
     /// The most filtered image data written in one piece: as much as the reader's
     /// one-piece path inflates (an 8-megapixel RGBA image).
@@ -209,19 +210,26 @@ enum PNGWriter {
     // MARK: Compression
 
     /// The zlib stream of `filtered` (rows of `rowStride` bytes): stored at level 0,
-    /// otherwise from whichever compressor does better on a band of rows from the middle.
+    /// otherwise from whichever compressor does best on a band of rows from the middle
+    /// (on a tie, the fastest).
     private static func compress(_ filtered: UnsafeRawBufferPointer, rowStride: Int, level: Int) -> [UInt8]? {
         guard level > 0 else { return deflate(filtered, level: 0) }
         let rows = filtered.count / rowStride
         let sampleRows = min(rows, max(rows / 16, (minSampleBytes + rowStride - 1) / rowStride))
         let start = (rows - sampleRows) / 2 * rowStride
         let sample = UnsafeRawBufferPointer(rebasing: filtered[start..<start + sampleRows * rowStride])
-        let runLength = runLengthDeflate(sample)
-        let lz = deflate(sample, level: level)
-        let preferRunLength = runLength.map { $0.count <= lz?.count ?? .max } ?? false
-        if sampleRows == rows { return preferRunLength ? runLength : lz }
-        if preferRunLength, let whole = runLengthDeflate(filtered) { return whole }
-        return deflate(filtered, level: level)
+        // Fastest first.
+        let compressors: [(UnsafeRawBufferPointer) -> [UInt8]?] = [
+            HuffmanDeflate.zlib, runLengthDeflate, { deflate($0, level: level) },
+        ]
+        var best: (index: Int, stream: [UInt8])?
+        for (index, compressor) in compressors.enumerated() {
+            guard let stream = compressor(sample) else { continue }
+            if stream.count < best?.stream.count ?? .max { best = (index, stream) }
+        }
+        guard let best else { return nil }
+        if sampleRows == rows { return best.stream }
+        return compressors[best.index](filtered) ?? deflate(filtered, level: level)
     }
 
     /// libdeflate's zlib stream of `data` at `level` (0 to 12).
