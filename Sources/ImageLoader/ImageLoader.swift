@@ -59,7 +59,7 @@ public final class ImageLoader: Sendable {
         } else {
             dataLoader = HTTPDataLoader(configuration: http, logger: configuration.logger)
         }
-        workers = WorkerPool(threads: configuration.decodingThreads)
+        workers = WorkerPool(threads: configuration.decodingThreads, niceness: configuration.workerNiceness)
         context = PipelineContext(
             configuration: configuration, diskCache: diskCache, memoryCache: memoryCache, dataLoader: dataLoader,
             workers: workers)

@@ -73,6 +73,17 @@ extension ImageLoader {
         /// Decodes (and resamples) at once, each on a thread of the loader's own pool.
         /// Default: the number of cores.
         public var decodingThreads = ProcessInfo.processInfo.activeProcessorCount
+        /// How far below the rest of the process the decoding threads run, as a Unix nice
+        /// increment (0 to 19; Linux, where the nice value is per thread). Above 0, when the
+        /// cores are busy, the threads that answer requests and move bytes (event loops,
+        /// cache hits, downloads) go first and decoding takes the time they leave, so
+        /// cheap work is not queued behind thumbnails. Default 0: the process's priority.
+        ///
+        /// ```swift
+        /// var configuration = ImageLoader.Configuration()
+        /// configuration.workerNiceness = 10
+        /// ```
+        public var workerNiceness = 0
 
         // MARK: Scheduling
 

@@ -2,8 +2,8 @@ import Foundation
 import RasterImage
 
 // Every call the loader makes into the C library (stat, open, read, write, rename,
-// unlink, strerror) is in this file, behind small Swift functions; the rest of the
-// target uses these.
+// unlink, strerror, getaddrinfo, getpriority, setpriority) is in this file, behind small
+// Swift functions; the rest of the target uses these.
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -164,5 +164,30 @@ enum Resolver {
 
     struct ResolutionError: Error {
         let message: String
+    }
+}
+
+/// The scheduling priority of the calling thread, as a Unix nice value (-20, the
+/// highest, to 19). On Linux (glibc) it belongs to each thread; elsewhere to the whole
+/// process, so there it is left alone.
+package enum ThreadNiceness {
+    /// The calling thread's nice value.
+    package static var current: Int {
+        #if os(Linux) && canImport(Glibc)
+        // -1 is both a valid value and the error return; the call cannot fail for the calling thread.
+        return Int(getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0))
+        #else
+        return 0
+        #endif
+    }
+
+    /// Lowers the calling thread's priority to nice `value` (at most 19); a thread
+    /// already at `value` or lower in priority is left as it is.
+    static func lowerCurrentThread(to value: Int) {
+        #if os(Linux) && canImport(Glibc)
+        let target = min(19, value)
+        guard target > current else { return }
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, Int32(target))
+        #endif
     }
 }

@@ -67,6 +67,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Requests that fetch their source while the workers are busy (default: as many as workers).")
     var fetchesAhead: Int?
 
+    @Option(help: "How far below the event loops the workers run, as a nice increment (0 to 19).")
+    var workerNiceness = 10
+
     @Option(help: "Requests waiting to start before 503 (default: 4 per worker).")
     var queue: Int?
 
@@ -109,6 +112,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let workers, workers < 1 { throw ValidationError("--workers must be 1 or more") }
         if let fetchesAhead, fetchesAhead < 0 { throw ValidationError("--fetches-ahead must be 0 or more") }
         if let queue, queue < 0 { throw ValidationError("--queue must be 0 or more") }
+        guard (0...19).contains(workerNiceness) else { throw ValidationError("--worker-niceness is 0 to 19") }
         guard ttl >= 0, resultCacheMB >= 0, diskCacheMB >= 0 else {
             throw ValidationError("--ttl, --result-cache-mb and --disk-cache-mb must be 0 or more")
         }
@@ -170,6 +174,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.ttl = ttl
         if let workers { configuration.workers = workers }
         configuration.fetchesAhead = fetchesAhead
+        configuration.workerNiceness = workerNiceness
         configuration.queue = queue
         configuration.resultCacheBytes = resultCacheMB << 20
         configuration.allowsUploads = allowUploads

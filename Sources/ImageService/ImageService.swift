@@ -57,6 +57,11 @@ public final class ImageService: Service, Sendable {
         public var notFoundTTL = 60
         /// Images decoded, resized and encoded at once (the loader's decoding threads).
         public var workers = ProcessInfo.processInfo.activeProcessorCount
+        /// How far below the event loops the workers run, as a nice increment (0 to 19;
+        /// the loader's ``ImageLoader/Configuration/workerNiceness``). When the cores are
+        /// busy, cache hits, 304s, health checks and source downloads go first, and
+        /// thumbnails take the time left. Default 10.
+        public var workerNiceness = 10
         /// Requests that fetch their source while the workers are busy, each holding it
         /// until a worker is free; `nil`: as many as ``workers``. A fetch waits on the
         /// network, not the CPU: without these, a worker would idle through every
@@ -120,6 +125,7 @@ public final class ImageService: Service, Sendable {
         var loaderConfiguration = configuration.loader
         loaderConfiguration.cacheImagesInMemory = false
         loaderConfiguration.decodingThreads = max(1, configuration.workers)
+        loaderConfiguration.workerNiceness = configuration.workerNiceness
         loaderConfiguration.concurrentLoads = max(loaderConfiguration.concurrentLoads, configuration.inFlightLimit)
         loaderConfiguration.http.maxResponseBytes = configuration.maxSourceBytes
         loaderConfiguration.http.timeout = configuration.timeout

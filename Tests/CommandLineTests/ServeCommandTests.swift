@@ -438,6 +438,32 @@ struct ServeCommandTests {
         }
     }
 
+    @Test("the workers run --worker-niceness below the event loops")
+    func workerNiceness() async throws {
+        try await serving(["--allow-unsigned", "--local-root", Self.images, "--workers", "1", "--worker-niceness", "7"])
+        {
+            server in
+            // Given a served thumbnail (a worker has run)
+            let answer = try await server.get("/insecure/w:50/plain/local:///jpeg-800x600.jpg")
+            #expect(answer.status == 200)
+            // Then, read from /proc: a thread runs 7 below the main thread, and the event loops at its level
+            let pid = server.process.processIdentifier
+            let threads = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").map { tid in
+                let comm = try String(contentsOfFile: "/proc/\(pid)/task/\(tid)/comm", encoding: .utf8)
+                let stat = try String(contentsOfFile: "/proc/\(pid)/task/\(tid)/stat", encoding: .utf8)
+                // The fields after the name (which may hold spaces): state is the 3rd field, nice the 19th.
+                let fields = stat[stat.range(of: ")", options: .backwards)!.upperBound...].split(separator: " ")
+                return (
+                    tid: Int(tid)!, name: comm.trimmingCharacters(in: .whitespacesAndNewlines), nice: Int(fields[16])!
+                )
+            }
+            let main = try #require(threads.first { $0.tid == Int(pid) })
+            #expect(threads.contains { $0.nice == main.nice + 7 }, "\(threads)")
+            let loops = threads.filter { $0.name.hasPrefix("NIO-") }
+            #expect(!loops.isEmpty && loops.allSatisfy { $0.nice == main.nice }, "\(threads)")
+        }
+    }
+
     @Test("SIGTERM: requests in flight finish, then the process exits 0")
     func gracefulShutdown() async throws {
         let origin = try await TestOrigin.start()

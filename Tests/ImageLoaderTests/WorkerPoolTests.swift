@@ -1,0 +1,25 @@
+import Foundation
+import Testing
+
+@testable import ImageLoader
+
+@Suite("The worker pool's priority")
+struct WorkerPoolTests {
+    #if os(Linux)
+    @Test("workers run the given niceness below the thread that made the pool; 0 leaves them as it")
+    func niceness() async throws {
+        let base = ThreadNiceness.current
+        for (asked, expected) in [(0, base), (5, min(19, base + 5)), (40, 19)] {
+            // Given a pool asked to run `asked` below this thread
+            let pool = WorkerPool(threads: 2, niceness: asked)
+            // When its threads report their nice value, on several jobs
+            var seen = Set<Int>()
+            for _ in 0..<6 { seen.insert(try await pool.run { ThreadNiceness.current }) }
+            try await pool.shutdown()
+            // Then every job ran at the expected value, and this thread kept its own
+            #expect(seen == [expected], "asked \(asked)")
+            #expect(ThreadNiceness.current == base)
+        }
+    }
+    #endif
+}
