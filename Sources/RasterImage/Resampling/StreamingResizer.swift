@@ -32,8 +32,13 @@ final class StreamingResizer {
     private let horizontal: TapTable
     private let vertical: TapTable
 
-    /// The sums of the current box row.
-    private let boxRow: UnsafeMutablePointer<SIMD4<Float>>
+    /// Box rows waiting for the horizontal pass, ``batchRows`` of them (each
+    /// `boxColumns.count` wide), and how many hold a finished box row.
+    private let boxRows: UnsafeMutablePointer<SIMD4<Float>>
+    private let batchRows: Int
+    private var pendingRows = 0
+    /// The box row being summed: the first free one of ``boxRows``.
+    private var boxRow: UnsafeMutablePointer<SIMD4<Float>> { boxRows + pendingRows * max(1, boxColumns.count) }
     /// One output row summed from the ring.
     private let verticalRow: UnsafeMutablePointer<SIMD4<Float>>
     /// The ring rows under the output row being emitted, one for each of its taps.
@@ -98,12 +103,16 @@ final class StreamingResizer {
             inputSize: boxHeight, outputSize: window.scaledHeight, kernel: kernel,
             outputs: window.y..<(window.y + window.height))
         vertical = TapTable(verticalWeights)
-        boxRow = .allocate(capacity: max(1, boxColumns.count))
-        boxRow.initialize(repeating: .zero, count: max(1, boxColumns.count))
+        // Rows of one input row each (no vertical box) are filtered four at a time:
+        // each tap's weight is loaded once for the four.
+        batchRows = boxY == 1 ? 4 : 1
+        boxRows = .allocate(capacity: batchRows * max(1, boxColumns.count))
+        boxRows.initialize(repeating: .zero, count: batchRows * max(1, boxColumns.count))
         verticalRow = .allocate(capacity: window.width)
         verticalRow.initialize(repeating: .zero, count: window.width)
         tapRows = .allocate(capacity: max(1, vertical.stride))
-        ringCapacity = vertical.stride + 1
+        // The rows an output waits on, and a batch written past them.
+        ringCapacity = vertical.stride + batchRows
         ring = .allocate(capacity: ringCapacity * window.width)
         ring.initialize(repeating: .zero, count: ringCapacity * window.width)
         let band = outputRows ?? 0..<window.height
@@ -119,7 +128,7 @@ final class StreamingResizer {
     }
 
     deinit {
-        boxRow.deallocate()
+        boxRows.deallocate()
         verticalRow.deallocate()
         tapRows.deallocate()
         ring.deallocate()
@@ -226,14 +235,52 @@ final class StreamingResizer {
         }
     }
 
-    /// Filters the box row horizontally into the ring (averaging it on the way: the
-    /// column counts are in the weights, the row count here), and emits every output
-    /// row whose taps have all arrived.
+    /// Ends the box row being summed; once a batch is full (or the input ends), filters
+    /// the batch horizontally into the ring and emits every output row whose taps have
+    /// all arrived.
     private func finishBoxRow() {
+        // Batched rows are single input rows: their scale is 1. A box of several rows
+        // (batches of one) is averaged by its row count.
         let rowScale = 1 / Float(rowsInBox)
         rowsInBox = 0
-        let target = ring + (boxRowsDone % ringCapacity) * outputWidth
-        let (source, taps) = (boxRow, horizontal)
+        pendingRows += 1
+        let ended = inputRowsSeen == inputHeight || inputRowsSeen == inputRows.upperBound
+        if pendingRows == batchRows || ended { filterPendingRows(rowScale: rowScale) }
+    }
+
+    /// Filters the pending box rows horizontally into the ring (averaging each on the
+    /// way: the column counts are in the weights, the row count in `rowScale`), then
+    /// emits what it can.
+    private func filterPendingRows(rowScale: Float) {
+        let width = max(1, boxColumns.count)
+        var done = 0
+        if pendingRows == 4 {
+            filterFour(boxRows, width)
+            done = 4
+        }
+        while done < pendingRows {
+            filterOne(boxRows + done * width, into: ringRow(boxRowsDone + done), rowScale: rowScale)
+            done += 1
+        }
+        boxRowsDone += pendingRows
+        pendingRows = 0
+        while nextOutputRow < outputRows.upperBound
+            && vertical.starts[nextOutputRow] + vertical.counts[nextOutputRow] <= boxRowsDone
+        {
+            emit(nextOutputRow)
+            nextOutputRow += 1
+        }
+    }
+
+    private func ringRow(_ boxRowIndex: Int) -> UnsafeMutablePointer<SIMD4<Float>> {
+        ring + (boxRowIndex % ringCapacity) * outputWidth
+    }
+
+    /// One box row through the horizontal taps.
+    private func filterOne(
+        _ source: UnsafeMutablePointer<SIMD4<Float>>, into target: UnsafeMutablePointer<SIMD4<Float>>, rowScale: Float
+    ) {
+        let taps = horizontal
         for x in 0..<outputWidth {
             var p = source + taps.starts[x]
             var w = taps.splatWeights + x * taps.stride
@@ -251,12 +298,47 @@ final class StreamingResizer {
             if remaining == 1 { sum0 += p[0] * w[0] }
             target[x] = (sum0 + sum1) * rowScale
         }
-        boxRowsDone += 1
-        while nextOutputRow < outputRows.upperBound
-            && vertical.starts[nextOutputRow] + vertical.counts[nextOutputRow] <= boxRowsDone
-        {
-            emit(nextOutputRow)
-            nextOutputRow += 1
+    }
+
+    /// Four box rows (single input rows, `width` apart) through the horizontal taps at
+    /// once: each weight is loaded once for the four, and the four sums are independent.
+    /// The same additions in the same order as ``filterOne(_:into:rowScale:)``.
+    private func filterFour(_ source: UnsafeMutablePointer<SIMD4<Float>>, _ width: Int) {
+        let taps = horizontal
+        let (t0, t1, t2, t3) = (
+            ringRow(boxRowsDone), ringRow(boxRowsDone + 1), ringRow(boxRowsDone + 2), ringRow(boxRowsDone + 3)
+        )
+        for x in 0..<outputWidth {
+            var p = source + taps.starts[x]
+            var w = taps.splatWeights + x * taps.stride
+            var (a0, a1, a2, a3) = (SIMD4<Float>.zero, SIMD4<Float>.zero, SIMD4<Float>.zero, SIMD4<Float>.zero)
+            var (b0, b1, b2, b3) = (SIMD4<Float>.zero, SIMD4<Float>.zero, SIMD4<Float>.zero, SIMD4<Float>.zero)
+            var remaining = taps.counts[x]
+            while remaining >= 2 {
+                let (w0, w1) = (w[0], w[1])
+                a0 += p[0] * w0
+                a1 += p[width] * w0
+                a2 += p[2 * width] * w0
+                a3 += p[3 * width] * w0
+                b0 += p[1] * w1
+                b1 += p[width + 1] * w1
+                b2 += p[2 * width + 1] * w1
+                b3 += p[3 * width + 1] * w1
+                p += 2
+                w += 2
+                remaining -= 2
+            }
+            if remaining == 1 {
+                let w0 = w[0]
+                a0 += p[0] * w0
+                a1 += p[width] * w0
+                a2 += p[2 * width] * w0
+                a3 += p[3 * width] * w0
+            }
+            t0[x] = a0 + b0
+            t1[x] = a1 + b1
+            t2[x] = a2 + b2
+            t3[x] = a3 + b3
         }
     }
 
@@ -335,7 +417,9 @@ final class StreamingResizer {
     /// The resized pixels. Rows whose input never arrived (the decoder stopped early)
     /// are left transparent black.
     func finish() -> [UInt8] {
-        output
+        // Rows summed but not yet filtered (a decoder that stopped early) still count.
+        if pendingRows > 0 { filterPendingRows(rowScale: 1) }
+        return output
     }
 }
 
