@@ -198,8 +198,12 @@ struct ServeCommand: AsyncParsableCommand {
         let (host, port) = (self.host, self.port)
         let app = Application(
             router: router,
-            // Work for a client that has gone stops (ClientDepartureHandler).
-            server: .http1(configuration: .init(additionalChannelHandlers: [ClientDepartureHandler()])),
+            // Work for a client that has gone stops (ClientDepartureHandler); results in the
+            // cache are answered on the event loop, before the router (CachedResultHandler).
+            server: .http1(
+                configuration: .init(additionalChannelHandlers: [
+                    ClientDepartureHandler(), CachedResultHandler(service: service),
+                ])),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? port

@@ -136,7 +136,7 @@ enum Reply: Sendable {
     }
 
     /// The caching headers of an image or its 304.
-    private static func headers(_ meta: ResponseMeta) -> HTTPFields {
+    static func headers(_ meta: ResponseMeta) -> HTTPFields {
         let maxAge = max(0, Int(meta.freshUntil.timeIntervalSinceNow.rounded(.down)))
         var headers: HTTPFields = [.cacheControl: "public, max-age=\(maxAge)", .eTag: meta.entityTag]
         if let lastModified = meta.lastModified { headers[.lastModified] = lastModified }
@@ -187,11 +187,25 @@ struct AccessLog<Context: RequestContext>: RouterMiddleware {
     }
 
     private func log(_ request: Request, id: String, status: Int, bytes: Int, since start: ContinuousClock.Instant) {
+        AccessLogLine.record(
+            logger: logger, metrics: metrics, method: request.method, path: request.uri.path, id: id, status: status,
+            bytes: bytes, since: start)
+    }
+}
+
+/// The access log's line and the request and byte metrics of one request, for the
+/// router's ``AccessLog`` and for answers from the result cache that never reach the
+/// router (``CachedResultHandler``).
+enum AccessLogLine {
+    static func record(
+        logger: Logger, metrics: ServiceMetrics, method: HTTPRequest.Method, path: String, id: String, status: Int,
+        bytes: Int, since start: ContinuousClock.Instant
+    ) {
         metrics.responded(status: status, bytes: bytes)
         let elapsed = ContinuousClock.now - start
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
         logger.info(
-            "\(request.method) \(request.uri.path) \(status)",
+            "\(method) \(path) \(status)",
             metadata: [
                 "request_id": "\(id)", "bytes": "\(bytes)", "ms": "\(String(format: "%.1f", milliseconds))",
             ])

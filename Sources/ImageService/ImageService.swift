@@ -166,12 +166,9 @@ public final class ImageService: Service, Sendable {
         path: String, accept: String?, conditions: Conditions,
         departure: @Sendable () async -> ClientDeparture? = { nil }
     ) async -> Reply {
+        if let hit = cachedReply(path: path, accept: accept, conditions: conditions) { return hit }
         let takesWebP = accept.map(ResponseRules.accepts(webP:)) == true
         let requestKey = RequestKey(path: path, acceptsWebP: takesWebP)
-        if let results, let hit = results.fresh(requestKey, at: Date()) {
-            metrics.resultHit()
-            return conditions.matches(hit.meta) ? .notModified(hit.meta) : .image(hit)
-        }
         do {
             let url = try ProcessingURL.parse(
                 path, signature: configuration.signature, allowsUnsigned: configuration.allowsUnsigned)
@@ -196,6 +193,16 @@ public final class ImageService: Service, Sendable {
             if failure.status == 404 { failure.maxAge = configuration.notFoundTTL }
             return .failure(failure)
         }
+    }
+
+    /// The answer from the result cache (the image, or 304 for `conditions`), without
+    /// waiting: nil when the cache holds no fresh result for the path and Accept.
+    func cachedReply(path: String, accept: String?, conditions: Conditions) -> Reply? {
+        guard let results else { return nil }
+        let takesWebP = accept.map(ResponseRules.accepts(webP:)) == true
+        guard let hit = results.fresh(RequestKey(path: path, acceptsWebP: takesWebP), at: Date()) else { return nil }
+        metrics.resultHit()
+        return conditions.matches(hit.meta) ? .notModified(hit.meta) : .image(hit)
     }
 
     /// Runs `body` once it may start (fetch, then wait for one of the loader's decoding
