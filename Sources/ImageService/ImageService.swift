@@ -20,7 +20,10 @@ import ServiceLifecycle
 /// service.addRoutes(to: router)
 /// let app = Application(
 ///     router: router,
-///     server: .http1(configuration: .init(additionalChannelHandlers: [ClientDepartureHandler()])))
+///     server: .http1(
+///         configuration: .init(additionalChannelHandlers: [
+///             ClientDepartureHandler(), CachedResultHandler(service: service),
+///         ])))
 /// try await ServiceGroup(services: [service, app], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 /// ```
 ///
@@ -58,7 +61,7 @@ public final class ImageService: Service, Sendable {
         /// Images decoded, resized and encoded at once (the loader's decoding threads).
         public var workers = ProcessInfo.processInfo.activeProcessorCount
         /// How far below the event loops the workers run, as a nice increment (0 to 19;
-        /// the loader's ``ImageLoader/Configuration/workerNiceness``). When the cores are
+        /// the loader's `ImageLoader.Configuration.workerNiceness`). When the cores are
         /// busy, cache hits, 304s, health checks and source downloads go first, and
         /// thumbnails take the time left. Default 10.
         public var workerNiceness = 10
