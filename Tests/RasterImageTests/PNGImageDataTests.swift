@@ -91,17 +91,24 @@ struct PNGImageDataTests {
         }
     }
 
-    @Test("a thumbnail of a built PNG matches the thumbnail of its decoded pixels")
-    func thumbnailAgrees() throws {
-        // Given an RGBA PNG of 300 x 200 random pixels
-        let png = PNGBuilder(width: 300, height: 200, colorType: .rgba, seed: 3)
-        let options = ThumbnailOptions(maxPixelSize: 64)
-        // When it is thumbnailed while decoding, and from the pixels it was built from
-        let streamed = try ImageDecoder().thumbnail(.bytes(png.encoded(filter: 5)), options: options)
-        let pixels = try #require(RasterImage(width: 300, height: 200, pixels: png.expectedRGBA()))
-        let whole = try pixels.thumbnail(options: options)
-        // Then they are the same
-        #expect(streamed.frames[0].pixels == whole.frames[0].pixels)
+    @Test("a thumbnail of a built PNG matches the thumbnail of its decoded pixels", arguments: colorTypes)
+    func thumbnailAgrees(_ colorType: PNGBuilder.ColorType) throws {
+        for (transparency, linearLight) in [(false, false), (false, true), (true, false)] {
+            // Given a PNG of 300 x 200 random pixels (opaque RGB goes to the resize as 3-byte pixels)
+            var png = PNGBuilder(width: 300, height: 200, colorType: colorType, seed: 3)
+            png.transparency = transparency && colorType != .grayAlpha && colorType != .rgba
+            var options = ThumbnailOptions(maxPixelSize: 64)
+            options.linearLight = linearLight
+            // When it is thumbnailed while decoding, and from the pixels it was built from
+            let streamed = try ImageDecoder().thumbnail(.bytes(png.encoded(filter: 5)), options: options)
+            let pixels = try #require(
+                RasterImage(width: 300, height: 200, pixels: png.expectedRGBA(), hasAlpha: png.hasAlpha))
+            let whole = try pixels.thumbnail(options: options)
+            // Then they are the same
+            #expect(
+                streamed.frames[0].pixels == whole.frames[0].pixels,
+                "\(colorType) transparency \(transparency) linear \(linearLight)")
+        }
     }
 
     @Test("an eXIf after the image data sets the orientation")

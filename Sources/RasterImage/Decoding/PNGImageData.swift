@@ -80,6 +80,14 @@ struct PNGImageData {
         (inflated + inflatedBytes).initialize(repeating: 0, count: 8)
         guard PNGImageData.inflate(compressed, into: inflated, count: inflatedBytes) else { return nil }
         for y in 0..<height where inflated[y * (rowBytes + 1)] > 4 { return nil }
+        // Opaque RGB rows go to a resize as they are, without widening them to RGBA first
+        // (each row is followed by the next one's filter byte, or by the slack).
+        var opaqueRGB: StreamingResizer?
+        if case .rgb(transparent: nil) = samples, let resizing = target as? ResizingTarget,
+            resizing.resizer.takesOpaqueRGB
+        {
+            opaqueRGB = resizing.resizer
+        }
         let zeros = UnsafeMutablePointer<UInt8>.allocate(capacity: rowBytes + 8)
         defer { zeros.deallocate() }
         zeros.initialize(repeating: 0, count: rowBytes + 8)
@@ -98,8 +106,12 @@ struct PNGImageData {
                 PNGFilter.undo(row[-1], row: row, previous: previous, count: rowBytes, bytesPerPixel: samples.channels)
             }
             for r in 0..<rows {
-                expand(row + r * (rowBytes + 1), into: target.rows(y + r, count: 1))
-                target.commit(y + r, count: 1)
+                if let opaqueRGB {
+                    opaqueRGB.consumeOpaqueRGB(row + r * (rowBytes + 1), at: y + r)
+                } else {
+                    expand(row + r * (rowBytes + 1), into: target.rows(y + r, count: 1))
+                    target.commit(y + r, count: 1)
+                }
             }
             y += rows
         }

@@ -136,6 +136,23 @@ final class StreamingResizer {
         vertical.deallocate()
     }
 
+    /// Whether ``consumeOpaqueRGB(_:at:)`` may be used: the resize scales, and its
+    /// channels are filtered alike (there is no straight alpha to divide out).
+    var takesOpaqueRGB: Bool { !window.isCropOnly && channels == .independent }
+
+    /// Takes input row `y` as 3 bytes a pixel, every pixel opaque, instead of 4 (a PNG's
+    /// RGB rows, without widening them first). The byte after the row's last pixel
+    /// must be readable; it is not used. Only when ``takesOpaqueRGB``.
+    func consumeOpaqueRGB(_ row: UnsafePointer<UInt8>, at y: Int) {
+        guard takesOpaqueRGB, y == inputRowsSeen, y < inputRows.upperBound else { return }
+        accumulate(row, first: rowsInBox == 0, bytesPerPixel: 3)
+        inputRowsSeen += 1
+        rowsInBox += 1
+        if rowsInBox == boxY || inputRowsSeen == inputHeight || inputRowsSeen == inputRows.upperBound {
+            finishBoxRow()
+        }
+    }
+
     /// Takes input row `y` (`inputWidth` pixels, 4 bytes each). Rows come in order;
     /// rows the resize does not need (outside ``inputRows``, or again) are ignored.
     func consume(_ row: UnsafePointer<UInt8>, at y: Int) {
@@ -151,7 +168,7 @@ final class StreamingResizer {
             inputRowsSeen += 1
             return
         }
-        accumulate(row, first: rowsInBox == 0)
+        accumulate(row, first: rowsInBox == 0, bytesPerPixel: 4)
         inputRowsSeen += 1
         rowsInBox += 1
         if rowsInBox == boxY || inputRowsSeen == inputHeight || inputRowsSeen == inputRows.upperBound {
@@ -165,8 +182,9 @@ final class StreamingResizer {
     }
 
     /// Adds one input row, reduced horizontally by the box factor, into the box row;
-    /// the `first` row of a box replaces what the box row held.
-    private func accumulate(_ row: UnsafePointer<UInt8>, first: Bool) {
+    /// the `first` row of a box replaces what the box row held. Pixels of 4 bytes, or of
+    /// 3 (opaque RGB: the fourth lane is set to 255).
+    private func accumulate(_ row: UnsafePointer<UInt8>, first: Bool, bytesPerPixel: Int) {
         let (boxX, width) = (self.boxX, inputWidth)
         let straight = channels == .straightAlpha
         if linearLight {
@@ -174,12 +192,13 @@ final class StreamingResizer {
             table.withUnsafeBufferPointer { lut in
                 for column in boxColumns {
                     var sum = SIMD4<Float>.zero
-                    var p = row + column * boxX * 4
+                    var p = row + column * boxX * bytesPerPixel
                     for _ in 0..<min(boxX, width - column * boxX) {
-                        var v = SIMD4<Float>(lut[Int(p[0])], lut[Int(p[1])], lut[Int(p[2])], Float(p[3]))
+                        let alpha = bytesPerPixel == 4 ? Float(p[3]) : 255
+                        var v = SIMD4<Float>(lut[Int(p[0])], lut[Int(p[1])], lut[Int(p[2])], alpha)
                         if straight { v *= SIMD4(v[3], v[3], v[3], 255) * (1 / 255) }
                         sum += v
-                        p += 4
+                        p += bytesPerPixel
                     }
                     let index = column - boxColumns.lowerBound
                     boxRow[index] = sum + (first ? .zero : boxRow[index])
@@ -190,27 +209,35 @@ final class StreamingResizer {
             // converted to float once per box column instead of once per pixel. One loop
             // for each combination of `straight` and `first`: left to the optimiser, both
             // were tested for every pixel.
-            let (start, count) = (row + boxColumns.lowerBound * boxX * 4, boxColumns.count)
+            let (start, count) = (row + boxColumns.lowerBound * boxX * bytesPerPixel, boxColumns.count)
             let last = min(boxX, width - (boxColumns.upperBound - 1) * boxX)
-            switch (straight, first) {
-            case (false, false): Self.sumBoxes(start, boxX, last, count, into: boxRow, straight: false, first: false)
-            case (false, true): Self.sumBoxes(start, boxX, last, count, into: boxRow, straight: false, first: true)
-            case (true, false): Self.sumBoxes(start, boxX, last, count, into: boxRow, straight: true, first: false)
-            case (true, true): Self.sumBoxes(start, boxX, last, count, into: boxRow, straight: true, first: true)
+            let rgb = bytesPerPixel == 3
+            switch (straight, first, rgb) {
+            case (false, false, false): Self.sumBoxes(start, boxX, last, count, into: boxRow, false, false, false)
+            case (false, true, false): Self.sumBoxes(start, boxX, last, count, into: boxRow, false, true, false)
+            case (true, false, false): Self.sumBoxes(start, boxX, last, count, into: boxRow, true, false, false)
+            case (true, true, false): Self.sumBoxes(start, boxX, last, count, into: boxRow, true, true, false)
+            // Opaque RGB has no straight alpha (``takesOpaqueRGB``).
+            case (_, false, true): Self.sumBoxes(start, boxX, last, count, into: boxRow, false, false, true)
+            case (_, true, true): Self.sumBoxes(start, boxX, last, count, into: boxRow, false, true, true)
             }
         }
     }
 
     /// Sums `count` box columns of `boxX` pixels each (the last one `last` pixels) from
-    /// `row` into `boxRow`, premultiplying when `straight`, replacing its values when `first`.
+    /// `row` into `boxRow`, premultiplying when `straight`, replacing its values when
+    /// `first`; pixels of 3 bytes when `rgb` (read as 4, the fourth set to 255).
     @inline(__always)
     private static func sumBoxes(
         _ row: UnsafePointer<UInt8>, _ boxX: Int, _ last: Int, _ count: Int,
-        into boxRow: UnsafeMutablePointer<SIMD4<Float>>, straight: Bool, first: Bool
+        into boxRow: UnsafeMutablePointer<SIMD4<Float>>, _ straight: Bool, _ first: Bool, _ rgb: Bool
     ) {
         let scale: SIMD4<Float> = SIMD4(1 / 255, 1 / 255, 1 / 255, 1)
+        let step = rgb ? 3 : 4
         @inline(__always) func pixel(_ p: UnsafeRawPointer) -> SIMD4<Int32> {
-            let v = SIMD4<Int32>(truncatingIfNeeded: p.loadUnaligned(as: SIMD4<UInt8>.self))
+            // As one 32-bit word: setting a lane of a SIMD4 went through the stack.
+            let word = p.loadUnaligned(as: UInt32.self) | (rgb ? UInt32(0xFF).bigEndian : 0)
+            let v = SIMD4<Int32>(truncatingIfNeeded: unsafeBitCast(word, to: SIMD4<UInt8>.self))
             return straight ? v &* SIMD4(v[3], v[3], v[3], 1) : v
         }
         @inline(__always) func store(_ sum: SIMD4<Int32>, _ column: Int) {
@@ -221,7 +248,7 @@ final class StreamingResizer {
         if boxX == 1 {
             for column in 0..<count {
                 store(pixel(p), column)
-                p += 4
+                p += step
             }
             return
         }
@@ -229,7 +256,7 @@ final class StreamingResizer {
             var sum = SIMD4<Int32>.zero
             for _ in 0..<(column == count - 1 ? last : boxX) {
                 sum &+= pixel(p)
-                p += 4
+                p += step
             }
             store(sum, column)
         }
