@@ -6,9 +6,9 @@ import CDeflate
 ///
 /// This is what a photograph's filtered PNG rows want. Their residuals are noise, so
 /// matches cost more bits than they save. The stream is as small as zlib's run-length
-/// or Huffman-only strategies make it (within a fraction of a percent), in a fifth of
-/// their time: a count of the bytes, a code of at most 15 bits a symbol, and one table
-/// lookup a byte.
+/// or Huffman-only strategies make it (within a fraction of a percent), in a fraction
+/// of their time: a count of the bytes, a code of at most 15 bits a symbol, and one
+/// table lookup a byte.
 enum HuffmanDeflate {
     /// The bytes a block codes. Each block pays for its code table (about 90 bytes)
     /// and follows the statistics of its own rows.
