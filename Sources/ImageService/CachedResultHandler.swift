@@ -53,7 +53,7 @@ public final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHa
         case .head(let request):
             let start = ContinuousClock.now
             if withRouter == 0, let answer = cachedAnswer(request) {
-                let id = request.headerFields[.requestID].flatMap(AccessLog<BasicRequestContext>.acceptable)
+                let id = request.headerFields[.requestID].flatMap(AccessLogLine.acceptable)
                 pending = (answer, request, id ?? RequestID().description, start)
                 return
             }
@@ -85,8 +85,12 @@ public final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHa
         else { return nil }
         let conditions = Conditions(
             ifNoneMatch: request.headerFields[.ifNoneMatch], ifModifiedSince: request.headerFields[.ifModifiedSince])
-        return service.cachedReply(
+        let reply = service.cachedReply(
             path: URI(request.path ?? "").path, accept: request.headerFields[.accept], conditions: conditions)
+        switch reply {
+        case .image, .notModified: return reply
+        default: return nil
+        }
     }
 
     private func write(
@@ -105,7 +109,8 @@ public final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHa
             status = .notModified
             headers = Reply.headers(meta)
         default:
-            return
+            // cachedAnswer takes only the two above.
+            headers = [:]
         }
         let bytes = body?.readableBytes ?? 0
         if status == .ok { headers[.contentLength] = String(bytes) }

@@ -163,7 +163,7 @@ struct AccessLog<Context: RequestContext>: RouterMiddleware {
         async throws -> Response
     {
         let start = ContinuousClock.now
-        let id = request.headers[.requestID].flatMap(AccessLog.acceptable) ?? context.id
+        let id = request.headers[.requestID].flatMap(AccessLogLine.acceptable) ?? context.id
         do {
             var response = try await next(request, context)
             response.headers[.requestID] = id
@@ -174,16 +174,6 @@ struct AccessLog<Context: RequestContext>: RouterMiddleware {
             log(request, id: id, status: status, bytes: 0, since: start)
             throw error
         }
-    }
-
-    /// A request id from the proxy in front (nginx's `$request_id`), when it is short
-    /// and plain: letters, digits, `-` and `_`, at most 64.
-    static func acceptable(_ id: String) -> String? {
-        let plain = id.utf8.allSatisfy { byte in
-            (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte) || byte == 45
-                || byte == 95
-        }
-        return plain && !id.isEmpty && id.utf8.count <= 64 ? id : nil
     }
 
     private func log(_ request: Request, id: String, status: Int, bytes: Int, since start: ContinuousClock.Instant) {
@@ -197,6 +187,16 @@ struct AccessLog<Context: RequestContext>: RouterMiddleware {
 /// router's ``AccessLog`` and for answers from the result cache that never reach the
 /// router (``CachedResultHandler``).
 enum AccessLogLine {
+    /// A request id from the proxy in front (nginx's `$request_id`), when it is short
+    /// and plain: letters, digits, `-` and `_`, at most 64.
+    static func acceptable(_ id: String) -> String? {
+        let plain = id.utf8.allSatisfy { byte in
+            (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte) || byte == 45
+                || byte == 95
+        }
+        return plain && !id.isEmpty && id.utf8.count <= 64 ? id : nil
+    }
+
     static func record(
         logger: Logger, metrics: ServiceMetrics, method: HTTPRequest.Method, path: String, id: String, status: Int,
         bytes: Int, since start: ContinuousClock.Instant
