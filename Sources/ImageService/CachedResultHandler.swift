@@ -37,8 +37,15 @@ public final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHa
     private let service: ImageService
     /// Requests passed to the router whose answers have not ended yet.
     private var withRouter = 0
-    /// An answer from the cache, written once its request's end arrives.
-    private var pending: (answer: Reply, head: HTTPRequest, id: String, start: ContinuousClock.Instant)?
+    /// An answer from the cache for a request, written once the request's end arrives.
+    private struct Pending {
+        let answer: Reply
+        let method: HTTPRequest.Method
+        let path: String
+        let id: String
+        let start: ContinuousClock.Instant
+    }
+    private var pending: Pending?
     /// The `Date` field, made again when the second changes.
     private var date: (second: Int, text: String) = (-1, "")
 
@@ -52,9 +59,12 @@ public final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHa
         switch part {
         case .head(let request):
             let start = ContinuousClock.now
-            if withRouter == 0, let answer = cachedAnswer(request) {
+            // The router's path: without the query, as received.
+            let path = URI(request.path ?? "").path
+            if withRouter == 0, let answer = cachedAnswer(request, path: path) {
                 let id = request.headerFields[.requestID].flatMap(AccessLogLine.acceptable)
-                pending = (answer, request, id ?? RequestID().description, start)
+                pending = Pending(
+                    answer: answer, method: request.method, path: path, id: id ?? RequestID().description, start: start)
                 return
             }
             withRouter += 1
@@ -64,7 +74,7 @@ public final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHa
         case .end:
             if let pending {
                 self.pending = nil
-                write(pending.answer, for: pending.head, id: pending.id, since: pending.start, context: context)
+                write(pending, context: context)
                 return
             }
         }
@@ -76,8 +86,8 @@ public final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHa
         context.write(data, promise: promise)
     }
 
-    /// The cached answer to `request`, when it is one this handler may give.
-    private func cachedAnswer(_ request: HTTPRequest) -> Reply? {
+    /// The cached answer to `request` for `path`, when it is one this handler may give.
+    private func cachedAnswer(_ request: HTTPRequest, path: String) -> Reply? {
         guard request.method == .get || request.method == .head,
             request.headerFields[.connection].map({ !$0.lowercased().contains("close") }) ?? true,
             request.headerFields[.transferEncoding] == nil,
@@ -86,43 +96,35 @@ public final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHa
         let conditions = Conditions(
             ifNoneMatch: request.headerFields[.ifNoneMatch], ifModifiedSince: request.headerFields[.ifModifiedSince])
         let reply = service.cachedReply(
-            path: URI(request.path ?? "").path, accept: request.headerFields[.accept], conditions: conditions)
+            RequestKey(path: path, accept: request.headerFields[.accept]),
+            conditions: conditions)
         switch reply {
         case .image, .notModified: return reply
         default: return nil
         }
     }
 
+    /// Writes the answer: the route's status and fields (``Reply/response``), the body's
+    /// length, the request id and the date, then the bytes (none for `HEAD`).
     private func write(
-        _ answer: Reply, for request: HTTPRequest, id: String, since start: ContinuousClock.Instant,
+        _ pending: Pending,
         context: ChannelHandlerContext
     ) {
-        var status = HTTPResponse.Status.ok
-        var headers: HTTPFields
-        var body: ByteBuffer?
-        switch answer {
-        case .image(let result):
-            headers = Reply.headers(result.meta)
-            headers[.contentType] = result.meta.contentType
-            body = result.body
-        case .notModified(let meta):
-            status = .notModified
-            headers = Reply.headers(meta)
-        default:
-            // cachedAnswer takes only the two above.
-            headers = [:]
-        }
+        let response = pending.answer.response
+        var headers = response.headers
+        let body: ByteBuffer? = if case .image(let result) = pending.answer { result.body } else { nil }
         let bytes = body?.readableBytes ?? 0
-        if status == .ok { headers[.contentLength] = String(bytes) }
-        headers[.requestID] = id
+        if response.status == .ok { headers[.contentLength] = String(bytes) }
+        headers[.requestID] = pending.id
         headers[.date] = currentDate()
-        context.write(wrapOutboundOut(.head(HTTPResponse(status: status, headerFields: headers))), promise: nil)
-        if let body, request.method != .head { context.write(wrapOutboundOut(.body(body)), promise: nil) }
+        context.write(
+            wrapOutboundOut(.head(HTTPResponse(status: response.status, headerFields: headers))), promise: nil)
+        if let body, pending.method != .head { context.write(wrapOutboundOut(.body(body)), promise: nil) }
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         AccessLogLine.record(
-            logger: service.configuration.logger, metrics: service.metrics, method: request.method,
-            path: URI(request.path ?? "").path, id: id, status: status.code,
-            bytes: request.method == .head ? 0 : bytes, since: start)
+            logger: service.configuration.logger, metrics: service.metrics, method: pending.method, path: pending.path,
+            id: pending.id, status: response.status.code, bytes: pending.method == .head ? 0 : bytes,
+            since: pending.start)
     }
 
     /// The `Date` header field for now (RFC 9110's IMF-fixdate), formatted once a second.

@@ -87,7 +87,7 @@ public final class ImageService: Service, Sendable {
         /// The quality of WebP results when the URL names none.
         public var webPQuality = 75
         /// The compression level of PNG results, 0 (stored) to 9, as `PNGEncoder`'s.
-        /// Photographs are written with zlib's run-length coding whatever the level;
+        /// Photographs are written as literals under a Huffman code whatever the level;
         /// the level is libdeflate's for drawings, text and flat colour.
         public var pngCompressionLevel = 6
         /// The loader's settings (disk cache folder and size, HTTP). The service sets
@@ -169,9 +169,9 @@ public final class ImageService: Service, Sendable {
         path: String, accept: String?, conditions: Conditions,
         departure: @Sendable () async -> ClientDeparture? = { nil }
     ) async -> Reply {
-        if let hit = cachedReply(path: path, accept: accept, conditions: conditions) { return hit }
-        let takesWebP = accept.map(ResponseRules.accepts(webP:)) == true
-        let requestKey = RequestKey(path: path, acceptsWebP: takesWebP)
+        let requestKey = RequestKey(path: path, accept: accept)
+        if let hit = cachedReply(requestKey, conditions: conditions) { return hit }
+        let takesWebP = requestKey.acceptsWebP
         do {
             let url = try ProcessingURL.parse(
                 path, signature: configuration.signature, allowsUnsigned: configuration.allowsUnsigned)
@@ -200,10 +200,8 @@ public final class ImageService: Service, Sendable {
 
     /// The answer from the result cache (the image, or 304 for `conditions`), without
     /// waiting: nil when the cache holds no fresh result for the path and Accept.
-    func cachedReply(path: String, accept: String?, conditions: Conditions) -> Reply? {
-        guard let results else { return nil }
-        let takesWebP = accept.map(ResponseRules.accepts(webP:)) == true
-        guard let hit = results.fresh(RequestKey(path: path, acceptsWebP: takesWebP), at: Date()) else { return nil }
+    func cachedReply(_ key: RequestKey, conditions: Conditions) -> Reply? {
+        guard let results, let hit = results.fresh(key, at: Date()) else { return nil }
         metrics.resultHit()
         return conditions.matches(hit.meta) ? .notModified(hit.meta) : .image(hit)
     }

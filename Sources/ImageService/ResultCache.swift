@@ -43,6 +43,12 @@ struct ResultKey: Hashable, Sendable {
 struct RequestKey: Hashable, Sendable {
     let path: String
     let acceptsWebP: Bool
+
+    /// The key of a request for `path` with the `Accept` field `accept`.
+    init(path: String, accept: String?) {
+        self.path = path
+        acceptsWebP = accept.map(ResponseRules.accepts(webP:)) == true
+    }
 }
 
 /// Processed images in memory, bounded by their bytes, evicted by the CLOCK algorithm
