@@ -145,12 +145,7 @@ final class StreamingResizer {
     /// must be readable; it is not used. Only when ``takesOpaqueRGB``.
     func consumeOpaqueRGB(_ row: UnsafePointer<UInt8>, at y: Int) {
         guard takesOpaqueRGB, y == inputRowsSeen, y < inputRows.upperBound else { return }
-        accumulate(row, first: rowsInBox == 0, bytesPerPixel: 3)
-        inputRowsSeen += 1
-        rowsInBox += 1
-        if rowsInBox == boxY || inputRowsSeen == inputHeight || inputRowsSeen == inputRows.upperBound {
-            finishBoxRow()
-        }
+        take(row, bytesPerPixel: 3)
     }
 
     /// Takes input row `y` (`inputWidth` pixels, 4 bytes each). Rows come in order;
@@ -168,12 +163,18 @@ final class StreamingResizer {
             inputRowsSeen += 1
             return
         }
-        accumulate(row, first: rowsInBox == 0, bytesPerPixel: 4)
+        take(row, bytesPerPixel: 4)
+    }
+
+    /// Every input row the resize uses has arrived.
+    private var inputEnded: Bool { inputRowsSeen == inputHeight || inputRowsSeen == inputRows.upperBound }
+
+    /// Sums the next input row into its box, and ends the box when it is complete.
+    private func take(_ row: UnsafePointer<UInt8>, bytesPerPixel: Int) {
+        accumulate(row, first: rowsInBox == 0, bytesPerPixel: bytesPerPixel)
         inputRowsSeen += 1
         rowsInBox += 1
-        if rowsInBox == boxY || inputRowsSeen == inputHeight || inputRowsSeen == inputRows.upperBound {
-            finishBoxRow()
-        }
+        if rowsInBox == boxY || inputEnded { finishBoxRow() }
     }
 
     /// Takes `count` rows, `bytesPerRow` apart, the first of them input row `y`.
@@ -271,8 +272,7 @@ final class StreamingResizer {
         let rowScale = 1 / Float(rowsInBox)
         rowsInBox = 0
         pendingRows += 1
-        let ended = inputRowsSeen == inputHeight || inputRowsSeen == inputRows.upperBound
-        if pendingRows == batchRows || ended { filterPendingRows(rowScale: rowScale) }
+        if pendingRows == batchRows || inputEnded { filterPendingRows(rowScale: rowScale) }
     }
 
     /// Filters the pending box rows horizontally into the ring (averaging each on the
