@@ -25,9 +25,8 @@ enum HuffmanDeflate {
             let capacity = Checked.multiply(blocks, 6).flatMap({ Checked.add($0, count) })
                 .flatMap({ Checked.add($0, 2 + 4 + 8) })
         else { return nil }
-        var written = 0
-        let stream = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
-            var writer = BitWriter(buffer.baseAddress!)
+        return PNGWriter.compressed(capacity: capacity) { buffer in
+            var writer = BitWriter(buffer)
             // CMF: deflate, 32 KiB window; FLG: the fastest level, no dictionary, a multiple of 31.
             writer.writeByte(0x78)
             writer.writeByte(0x01)
@@ -43,10 +42,8 @@ enum HuffmanDeflate {
             for shift in stride(from: 24, through: 0, by: -8) {
                 writer.writeByte(UInt8(truncatingIfNeeded: adler >> shift))
             }
-            written = writer.written
-            initialized = written
+            return writer.written
         }
-        return written > 0 ? stream : nil
     }
 
     /// One block of `count` bytes: Huffman-coded, or stored when that takes fewer bits.

@@ -252,7 +252,7 @@ enum PNGWriter {
     }
 
     /// The bytes `body` writes into a buffer of `capacity`, given how many it wrote (0: failure).
-    private static func compressed(capacity: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Int) -> [UInt8]? {
+    static func compressed(capacity: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Int) -> [UInt8]? {
         var written = 0
         let bytes = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
             written = body(buffer.baseAddress!)
