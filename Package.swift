@@ -116,6 +116,7 @@ let package = Package(
             dependencies: [
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
@@ -132,7 +133,7 @@ let package = Package(
         .testTarget(
             name: "ImageServiceTests",
             dependencies: [
-                "ImageService", "RasterImage",
+                "ImageService", "RasterImage", "TestOrigin",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),

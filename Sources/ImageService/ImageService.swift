@@ -2,7 +2,6 @@ import CoreMetrics
 import Foundation
 import ImageLoader
 import Logging
-import NIOPosix
 import RasterImage
 import ServiceLifecycle
 
@@ -121,6 +120,9 @@ public final class ImageService: Service, Sendable {
     private let decoder = ImageDecoder()
     /// The source limits, for reading headers before any work.
     private let headerOptions: DecodingOptions
+    /// Where `local:///` sources are read: one thread per request that may be fetching,
+    /// apart from NIO's shared pool (where name lookups wait) and from the workers.
+    private let fileReads: WaitingThreads
 
     /// A service with its own loader, made from `configuration.loader` and the limits.
     public init(configuration: Configuration) throws {
@@ -146,6 +148,7 @@ public final class ImageService: Service, Sendable {
         admission = WorkScheduler(
             limit: configuration.inFlightLimit, order: .fifo, maxWaiting: configuration.queueLimit)
         metrics = ServiceMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
+        fileReads = WaitingThreads(threads: min(configuration.inFlightLimit, 64))
     }
 
     /// Waits for graceful shutdown (the HTTP server, started after this service in a
@@ -153,11 +156,13 @@ public final class ImageService: Service, Sendable {
     /// loader down.
     public func run() async throws {
         try await loader.run()
+        try await fileReads.shutdown()
     }
 
     /// Shuts the loader down (for use without a `ServiceGroup`).
     public func shutdown() async throws {
         try await loader.shutdown()
+        try await fileReads.shutdown()
     }
 
     // MARK: Processing
@@ -328,7 +333,7 @@ public final class ImageService: Service, Sendable {
                 lastModified: data.value("Last-Modified"), freshFor: data.freshFor, tier: tier)
         case .file(let path):
             let maxBytes = configuration.maxSourceBytes
-            let read = try await NIOThreadPool.singleton.runIfActive {
+            let read = try await fileReads.run {
                 () -> Result<(FileStatus, [UInt8]), ServiceError> in
                 guard let status = FileSystem.status(path) else {
                     return .failure(ServiceError(status: 404, "source not found"))

@@ -263,6 +263,29 @@ struct HardeningTests {
         }
     }
 
+    @Test(
+        "with an address filter, host names are resolved on the loader's own threads, not NIO's shared pool",
+        .timeLimit(.minutes(1)))
+    func resolvesOnOwnThreads() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve("/image.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png))
+            let loader = try harness.loader {
+                $0.cacheDirectory = nil
+                $0.http.timeout = .seconds(5)
+                $0.http.addressFilter = { $0 == "127.0.0.1" }
+            }
+            // Given every thread of the shared pool held, as lookups stuck on a silent
+            // name server would hold them; when a URL naming a host is loaded
+            let loaded = try await BusySharedPool.whileBusy {
+                try await loader.image(for: origin.url("/image.png", host: "localhost"))
+            }
+            // Then the name was resolved and the image fetched (a timeout otherwise)
+            let expected = try ImageDecoder().decode(.bytes(TestImages.png))
+            #expect(loaded.image.pixels == expected.pixels && loaded.image.width == expected.width)
+            #expect(origin.count("/image.png") == 1)
+        }
+    }
+
     @Test("the remembered-failure table forgets the oldest failures past its capacity")
     func failureTableBounded() {
         let failures = RecentFailures(capacity: 100)

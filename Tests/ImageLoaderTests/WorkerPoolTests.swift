@@ -1,4 +1,5 @@
 import Foundation
+import RasterImage
 import Testing
 
 @testable import ImageLoader
@@ -22,4 +23,47 @@ struct WorkerPoolTests {
         }
     }
     #endif
+}
+
+@Suite("Threads for blocking waits")
+struct WaitingThreadsTests {
+    @Test(
+        "a cancelled caller stops waiting at once; what had not started never runs, what runs is dropped",
+        .timeLimit(.minutes(1)))
+    func cancellationDoesNotWait() async throws {
+        // Given one thread, held by a call that blocks until released
+        let threads = WaitingThreads(threads: 1)
+        let gate = DispatchSemaphore(value: 0)
+        let started = DispatchSemaphore(value: 0)
+        let ran = Lock(false)
+        let holder = Task {
+            try await threads.run {
+                started.signal()
+                gate.wait()
+                return 1
+            }
+        }
+        started.wait()
+        // When a second call waits for the thread and is cancelled
+        let queued = Task { try await threads.run { ran.withLock { $0 = true } } }
+        try await Task.sleep(for: .milliseconds(50))
+        queued.cancel()
+        // Then it throws CancellationError while the thread is still held
+        await #expect(throws: CancellationError.self) { try await queued.value }
+        // And the holder, cancelled too, stops waiting although its call still runs
+        holder.cancel()
+        await #expect(throws: CancellationError.self) { try await holder.value }
+        gate.signal()
+        // And the pool goes on: the cancelled call was skipped, a new one runs
+        #expect(try await threads.run { 7 } == 7)
+        #expect(ran.withLock { $0 } == false)
+        // And a task cancelled before it asks never waits
+        let early = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await threads.run { 8 }
+        }
+        await #expect(throws: CancellationError.self) { try await early.value }
+        try await threads.shutdown()
+        await #expect(throws: (any Error).self) { try await threads.run { 9 } }
+    }
 }

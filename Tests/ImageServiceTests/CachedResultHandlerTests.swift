@@ -11,7 +11,7 @@ import Testing
 @Suite("Answers from the result cache before the router")
 struct CachedResultHandlerTests {
     /// A service reading local sources from a fresh folder holding `a.png` and `b.png`.
-    static func service() throws -> (ImageService, URL) {
+    static func service(timeout: Duration = .seconds(30)) throws -> (ImageService, URL) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("cached-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         for (name, red) in [("a.png", UInt8(200)), ("b.png", UInt8(30))] {
@@ -23,8 +23,8 @@ struct CachedResultHandlerTests {
         configuration.allowsUnsigned = true
         configuration.sources = SourcePolicy(localRoot: folder.path)
         configuration.loader.cacheDirectory = nil
-        // The whole suite runs at once on two cores: the local read shares NIO's blocking pool with it.
-        configuration.timeout = .seconds(120)
+        // (The whole suite runs at once on two cores.)
+        configuration.timeout = timeout
         return (try ImageService(configuration: configuration), folder)
     }
 

@@ -47,7 +47,9 @@ public final class HTTPDataLoader: DataLoading {
         /// to exactly the address that was checked, so a second DNS answer (rebinding)
         /// cannot send it elsewhere. TLS still verifies the certificate for the host
         /// name. When no address is allowed the load fails with
-        /// ``ImageLoadingError/Reason/forbiddenAddress(host:addresses:)``.
+        /// ``ImageLoadingError/Reason/forbiddenAddress(host:addresses:)``. Names are
+        /// resolved on 16 threads of the loader's own, not on NIO's shared blocking
+        /// pool: a name server that never answers holds up only lookups.
         /// `nil` (the default): the client resolves and connects as usual.
         ///
         /// ```swift
@@ -121,7 +123,7 @@ public final class HTTPDataLoader: DataLoading {
         var host = url.host ?? ""
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         let name = host
-        let resolved = try await NIOThreadPool.singleton.runIfActive { Resolver.addresses(of: name) }
+        let resolved = try await pinned.resolver.run { Resolver.addresses(of: name) }
         switch resolved {
         case .failure(let error):
             throw ImageLoadingError(.network("cannot resolve \(host): \(error.message)"), url: key)
@@ -266,6 +268,10 @@ final class PinnedClients: Sendable {
     private let state = NIOLockedValueBox<(clients: [String: HTTPClient], order: [String])>(([:], []))
     private let configuration: HTTPDataLoader.Configuration
     static let capacity = 64
+    /// Where host names are resolved: threads of the loader's own, so lookups that
+    /// hang on a slow name server hold up neither each other (up to this many) nor the
+    /// rest of the process.
+    let resolver = WaitingThreads(threads: 16)
 
     init(_ configuration: HTTPDataLoader.Configuration) {
         self.configuration = configuration
@@ -298,6 +304,7 @@ final class PinnedClients: Sendable {
             return Array(state.clients.values)
         }
         for client in clients { try await client.shutdown() }
+        try await resolver.shutdown()
     }
 }
 
