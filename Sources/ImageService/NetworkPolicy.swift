@@ -39,12 +39,16 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The IPv4 address an IPv6 one carries, for the forms that reach an IPv4 host:
-    /// IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`, deprecated),
-    /// NAT64 (`64:ff9b::a.b.c.d`) and 6to4 (`2002:aabb:ccdd::`).
+    /// IPv4-mapped (`::ffff:a.b.c.d`), IPv4-translated (`::ffff:0:a.b.c.d`),
+    /// IPv4-compatible (`::a.b.c.d`, deprecated), NAT64 (`64:ff9b::a.b.c.d`) and 6to4
+    /// (`2002:aabb:ccdd::`).
     var embeddedIPv4: IPAddress? {
         guard case .v6(let b) = self, b.count == 16 else { return nil }
         let zeros = b[0..<10].allSatisfy { $0 == 0 }
         if zeros && b[10] == 0xff && b[11] == 0xff { return .v4(b[12], b[13], b[14], b[15]) }
+        if b[0..<8].allSatisfy({ $0 == 0 }) && b[8] == 0xff && b[9] == 0xff && b[10] == 0 && b[11] == 0 {
+            return .v4(b[12], b[13], b[14], b[15])
+        }
         if zeros && b[10] == 0 && b[11] == 0 && !(b[12] == 0 && b[13] == 0 && b[14] == 0 && b[15] <= 1) {
             return .v4(b[12], b[13], b[14], b[15])
         }
@@ -114,6 +118,14 @@ public struct NetworkPolicy: Sendable, Hashable {
             if bytes[0] == 0xff { return false }  // multicast
             if bytes[0] == 0x20 && bytes[1] == 0x01 && bytes[2] == 0x0d && bytes[3] == 0xb8 { return false }  // documentation
             if bytes[0] == 0x01 && bytes[1..<8].allSatisfy({ $0 == 0 }) { return false }  // 100::/64 discard
+            // Teredo (2001::/32): tunnelled to an IPv4 host the address hides, through relays.
+            if bytes[0] == 0x20 && bytes[1] == 0x01 && bytes[2] == 0 && bytes[3] == 0 { return false }
+            // NAT64 for local use (64:ff9b:1::/48): translates to addresses of the operator's choosing.
+            if bytes[0] == 0 && bytes[1] == 0x64 && bytes[2] == 0xff && bytes[3] == 0x9b && bytes[4] == 0
+                && bytes[5] == 1
+            {
+                return false
+            }
             return true
         }
     }
