@@ -164,8 +164,8 @@ public struct ProcessingURL: Sendable, Hashable {
 ///
 /// | option | arguments |
 /// |---|---|
-/// | `rs`, `resize` | `{type}:{width}:{height}:{enlarge}` (each may be empty) |
-/// | `s`, `size` | `{width}:{height}:{enlarge}` |
+/// | `rs`, `resize` | `{type}:{width}:{height}:{enlarge}:{extend}` (each may be empty) |
+/// | `s`, `size` | `{width}:{height}:{enlarge}:{extend}` |
 /// | `rt`, `resizing_type` | `fit`, `fill`, `fill-down`, `force`, `auto` |
 /// | `w`, `width` / `h`, `height` | pixels; 0 follows the other side |
 /// | `g`, `gravity` | `ce`, `no`, `so`, `ea`, `we`, `noea`, `nowe`, `soea`, `sowe`, `sm` (as `ce`) |
@@ -173,6 +173,7 @@ public struct ProcessingURL: Sendable, Hashable {
 /// | `f`, `format`, `ext` | `jpg`, `jpeg`, `png`, `webp` |
 /// | `dpr` | 0.1 to 8 |
 /// | `el`, `enlarge` | `1`, `t`, `true`, `0`, `f`, `false` |
+/// | `ex`, `extend` | `0`, `f`, `false` only: results are never padded to the box |
 public struct ProcessingOptions: Sendable, Hashable {
     /// How the image meets the box.
     public enum ResizingType: String, Sendable, Hashable, CaseIterable {
@@ -237,18 +238,30 @@ public struct ProcessingOptions: Sendable, Hashable {
                 throw .invalidArgument(option: name, value: arguments.joined(separator: ":"))
             }
         }
+        // An extend argument (imgproxy's padding to the box) is accepted when it asks for none.
+        func noExtend(_ index: Int) throws(ProcessingURL.Failure) {
+            guard let extend = argument(index) else { return }
+            guard try !flag(extend, name) else {
+                throw .invalidArgument(option: name, value: arguments.joined(separator: ":"))
+            }
+        }
         switch name {
         case "rs", "resize":
-            try limit(4)
+            try limit(5)
             if let type = argument(0) { resizingType = try parse(type, name) }
             if let width = argument(1) { self.width = try pixels(width, name) }
             if let height = argument(2) { self.height = try pixels(height, name) }
             if let enlarge = argument(3) { self.enlarge = try flag(enlarge, name) }
+            try noExtend(4)
         case "s", "size":
-            try limit(3)
+            try limit(4)
             if let width = argument(0) { self.width = try pixels(width, name) }
             if let height = argument(1) { self.height = try pixels(height, name) }
             if let enlarge = argument(2) { self.enlarge = try flag(enlarge, name) }
+            try noExtend(3)
+        case "ex", "extend":
+            try limit(1)
+            try noExtend(0)
         case "rt", "resizing_type":
             try limit(1)
             resizingType = try parse(arguments[0], name)

@@ -127,6 +127,11 @@ struct ProcessingURLTests {
             #expect(try parse("\(name):1").enlarge)
             #expect(try !parse("\(name):false").enlarge)
         }
+        // An extend that asks for no padding (what builders that write every argument send)
+        for text in ["rs:fit:30:40:1:0", "rs:fit:30:40:1:false", "rs:fit:30:40:1:", "s:30:40:1:f", "ex:0", "extend:f"] {
+            let o = try parse("w:30/h:40/el:1/\(text)")
+            #expect(o.width == 30 && o.height == 40 && o.enlarge, "\(text)")
+        }
         // Later options override earlier ones; the extension sets the format.
         let combined = try ProcessingURL.parse(
             "/_/w:10/size:20:30/\(Self.encoded).png", signature: nil, allowsUnsigned: true)
@@ -145,6 +150,10 @@ struct ProcessingURLTests {
             ("/_/w:1:2/\(Self.encoded)", .invalidArgument(option: "w", value: "1:2")),
             ("/_/rs:stretch:1:1/\(Self.encoded)", .invalidArgument(option: "rs", value: "stretch")),
             ("/_/rs:fit:1:1:0:1/\(Self.encoded)", .invalidArgument(option: "rs", value: "fit:1:1:0:1")),
+            ("/_/rs:fit:1:1:0:0:ce/\(Self.encoded)", .invalidArgument(option: "rs", value: "fit:1:1:0:0:ce")),
+            ("/_/s:1:1:0:t/\(Self.encoded)", .invalidArgument(option: "s", value: "1:1:0:t")),
+            ("/_/ex:1/\(Self.encoded)", .invalidArgument(option: "ex", value: "1")),
+            ("/_/extend:yes/\(Self.encoded)", .invalidArgument(option: "extend", value: "yes")),
             ("/_/q:101/\(Self.encoded)", .invalidArgument(option: "q", value: "101")),
             ("/_/f:gif/\(Self.encoded)", .invalidArgument(option: "f", value: "gif")),
             ("/_/dpr:0/\(Self.encoded)", .invalidArgument(option: "dpr", value: "0")),
