@@ -160,7 +160,7 @@ if ProcessInfo.processInfo.environment["IMAGELOADER_FUZZ"] == "1" {
         .target(name: "CFuzzDriver", path: "Fuzz/CFuzzDriver"),
         .executableTarget(
             name: "ImageLoaderFuzz",
-            dependencies: ["CFuzzDriver", "RasterImage", "ImageLoader"],
+            dependencies: ["CFuzzDriver", "RasterImage", "ImageLoader", "ImageService"],
             path: "Fuzz/ImageLoaderFuzz"),
     ]
 }

@@ -16,6 +16,7 @@ nonisolated let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "http-date": fuzzHTTPDate,
     "disk-entry": fuzzDiskEntry,
     "sniff": fuzzSniff,
+    "processing-url": fuzzProcessingURL,
 ]
 
 /// The target FUZZ_TARGET names, looked up once.

@@ -6,6 +6,7 @@ import Foundation
 import RasterImage
 
 @testable import ImageLoader
+@testable import ImageService
 
 /// Decoding limits small enough that a fuzzer explores error paths instead of
 /// waiting on legitimate large allocations (the limits' own checks are what is tested).
@@ -105,4 +106,51 @@ func fuzzSniff(_ bytes: [UInt8]) {
     _ = ImageFormat(contentType: text)
     _ = try? AcceptedContentTypes.default.validate(bytes.prefix(64), declaredContentType: text)
     _ = try? AcceptedContentTypes.default.validate(bytes.prefix(64), declaredContentType: nil)
+}
+
+nonisolated let fuzzSignature = try! URLSignature(hexPairs: [(key: "0123456789abcdef", salt: "fedcba9876543210")])
+
+/// A request path (the first line) and an Accept or If-None-Match value (the second)
+/// through the service's URL parsing, signed and not, and everything the options decide:
+/// the thumbnail's box for sources of extreme sizes, the source policy, the format
+/// negotiation and the entity-tag match.
+func fuzzProcessingURL(_ bytes: [UInt8]) {
+    let text = String(decoding: bytes, as: UTF8.self)
+    let lines = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
+    let path = String(lines[0])
+    let header = lines.count > 1 ? String(lines[1]) : "image/webp,*/*"
+    var parsed: [ProcessingURL] = []
+    for allowsUnsigned in [true, false] {
+        if let url = try? ProcessingURL.parse(path, signature: fuzzSignature, allowsUnsigned: allowsUnsigned) {
+            parsed.append(url)
+        }
+    }
+    // The same path under a valid signature, so the options are reached whatever the first segment.
+    if let slash = path.utf8.dropFirst().firstIndex(of: UInt8(ascii: "/")) {
+        let signed = path[slash...]
+        let resigned = "/" + fuzzSignature.sign(signed) + signed
+        if let url = try? ProcessingURL.parse(resigned, signature: fuzzSignature, allowsUnsigned: false) {
+            parsed.append(url)
+        }
+    }
+    if let options = try? ProcessingURL.parseOptions(Substring(path)) {
+        parsed.append(ProcessingURL(options: options, source: .local(path: "/a.png")))
+    }
+    let policy = SourcePolicy(allowedPrefixes: ["https://images.example.com/"], localRoot: entryDirectory)
+    for url in parsed {
+        for (width, height) in [(1, 1), (100_000, 1), (1, 100_000), (65_535, 65_535), (3, 7)] {
+            for maxSide in [1, 8192, Int.max] {
+                _ = try? url.options.thumbnailOptions(sourceWidth: width, sourceHeight: height, maxResultSide: maxSide)
+            }
+        }
+        _ = try? policy.check(url.source)
+        for hasAlpha in [false, true] {
+            _ = ResponseRules.format(requested: url.format, accept: header, hasAlpha: hasAlpha)
+        }
+    }
+    _ = ResponseRules.matches(ifNoneMatch: header, tag: "\"abc\"")
+    if let address = IPAddress(header) {
+        _ = NetworkPolicy.isPublic(address)
+        _ = address.description
+    }
 }
