@@ -168,7 +168,7 @@ public struct ProcessingURL: Sendable, Hashable {
 /// | `s`, `size` | `{width}:{height}:{enlarge}:{extend}` |
 /// | `rt`, `resizing_type` | `fit`, `fill`, `fill-down`, `force`, `auto` |
 /// | `w`, `width` / `h`, `height` | pixels; 0 follows the other side |
-/// | `g`, `gravity` | `ce`, `no`, `so`, `ea`, `we`, `noea`, `nowe`, `soea`, `sowe`, `sm` (as `ce`) |
+/// | `g`, `gravity` | `ce`, `no`, `so`, `ea`, `we`, `noea`, `nowe`, `soea`, `sowe`, `sm` (as `ce`); offsets of 0 only |
 /// | `q`, `quality` | 1 to 100 (0: the default) |
 /// | `f`, `format`, `ext` | `jpg`, `jpeg`, `png`, `webp` |
 /// | `dpr` | 0.1 to 8 |
@@ -272,8 +272,15 @@ public struct ProcessingOptions: Sendable, Hashable {
             try limit(1)
             height = try pixels(arguments[0], name)
         case "g", "gravity":
-            try limit(1)
+            // Offsets shift imgproxy's crop; none (0, or left out) is all that is served.
+            try limit(3)
             gravity = try parse(arguments[0], name)
+            for index in 1..<3 {
+                guard let offset = argument(index) else { continue }
+                guard offset.utf8.count <= 16, let value = Double(offset), value == 0 else {
+                    throw .invalidArgument(option: name, value: arguments.joined(separator: ":"))
+                }
+            }
         case "q", "quality":
             try limit(1)
             let value = try number(arguments[0], name, max: 100)

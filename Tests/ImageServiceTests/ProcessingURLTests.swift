@@ -110,6 +110,9 @@ struct ProcessingURLTests {
         for name in ["g", "gravity"] {
             for gravity in ProcessingOptions.Gravity.allCases {
                 #expect(try parse("\(name):\(gravity.rawValue)").gravity == gravity)
+                // Offsets of nothing, as builders that write every argument send them
+                #expect(try parse("\(name):\(gravity.rawValue):0:0").gravity == gravity)
+                #expect(try parse("\(name):\(gravity.rawValue)::0.0").gravity == gravity)
             }
         }
         for name in ["q", "quality"] {
@@ -153,6 +156,9 @@ struct ProcessingURLTests {
             ("/_/rs:fit:1:1:0:0:ce/\(Self.encoded)", .invalidArgument(option: "rs", value: "fit:1:1:0:0:ce")),
             ("/_/s:1:1:0:t/\(Self.encoded)", .invalidArgument(option: "s", value: "1:1:0:t")),
             ("/_/ex:1/\(Self.encoded)", .invalidArgument(option: "ex", value: "1")),
+            ("/_/g:no:10:0/\(Self.encoded)", .invalidArgument(option: "g", value: "no:10:0")),
+            ("/_/g:no:0:nan/\(Self.encoded)", .invalidArgument(option: "g", value: "no:0:nan")),
+            ("/_/g:no:0:0:0/\(Self.encoded)", .invalidArgument(option: "g", value: "no:0:0:0")),
             ("/_/extend:yes/\(Self.encoded)", .invalidArgument(option: "extend", value: "yes")),
             ("/_/q:101/\(Self.encoded)", .invalidArgument(option: "q", value: "101")),
             ("/_/f:gif/\(Self.encoded)", .invalidArgument(option: "f", value: "gif")),
