@@ -51,7 +51,9 @@ final class ServedProcess: Sendable {
                 output.append(data)
             }
         }
-        let deadline = ContinuousClock.now + .seconds(30)
+        // (Under the sanitizers, with the whole suite beside it, start-up takes several times longer.)
+        let scale = ProcessInfo.processInfo.environment["IMAGELOADER_TEST_TIME_SCALE"].flatMap(Double.init) ?? 1
+        let deadline = ContinuousClock.now + .seconds(30 * max(1, scale))
         while ContinuousClock.now < deadline {
             if let range = output.text.range(
                 of: #"listening on http://127\.0\.0\.1:(\d+)"#, options: .regularExpression)
