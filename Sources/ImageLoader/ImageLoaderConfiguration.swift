@@ -40,6 +40,17 @@ extension ImageLoader {
         public var maxAttemptsForErrors = 3
         /// The types a response's Content-Type and its bytes must both be.
         public var acceptedContentTypes = AcceptedContentTypes.default
+        /// Whether a declared type (a response's `Content-Type`, an upload's) must be one
+        /// of ``acceptedContentTypes`` and name the format the bytes are. When false, the
+        /// bytes alone decide: their format must be accepted, and whatever the origin
+        /// declared is ignored, as image proxies do for origins that label images
+        /// `application/octet-stream` (object stores' default) or by a wrong extension.
+        /// Default: true.
+        ///
+        /// ```swift
+        /// configuration.checksDeclaredContentType = false   // a PNG served as binary/octet-stream loads
+        /// ```
+        public var checksDeclaredContentType = true
 
         // MARK: HTTP
 

@@ -129,6 +129,9 @@ public final class ImageService: Service, Sendable {
         self.configuration = configuration
         var loaderConfiguration = configuration.loader
         loaderConfiguration.cacheImagesInMemory = false
+        // What a source is, is judged from its bytes, as other image services do: origins
+        // often label images application/octet-stream or by the wrong extension.
+        loaderConfiguration.checksDeclaredContentType = false
         loaderConfiguration.decodingThreads = max(1, configuration.workers)
         loaderConfiguration.workerNiceness = configuration.workerNiceness
         loaderConfiguration.concurrentLoads = max(loaderConfiguration.concurrentLoads, configuration.inFlightLimit)

@@ -290,6 +290,29 @@ struct ServeCommandTests {
         }
     }
 
+    @Test("a source is judged by its bytes, not by the Content-Type its origin declares")
+    func sourceTypeFromBytes() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        let png = TestAssets.png
+        let reference = try ImageDecoder().decode(.bytes(png))
+        // An object store's default label, a wrong label, none at all, and a page labelled as an image
+        origin.serve("/octet", .init(headers: [("Content-Type", "binary/octet-stream")], body: png))
+        origin.serve("/wrong.jpg", .init(headers: [Self.jpeg], body: png))
+        origin.serve("/none", .init(headers: [], body: png))
+        origin.serve("/page.png", .init(headers: [("Content-Type", "image/png")], body: Array("<html></html>".utf8)))
+        try await serving(["--allow-unsigned", "--allow-private-networks", "--disk-cache-mb", "0"]) { server in
+            for path in ["/octet", "/wrong.jpg", "/none"] {
+                let answer = try await server.get("/insecure/rs:fit:0:0/f:png/plain/" + origin.url(path).absoluteString)
+                #expect(answer.status == 200, "\(path): \(answer.status) \(answer.text)")
+                let image = try ImageDecoder().decode(.bytes(answer.body))
+                #expect(image.width == reference.width && image.height == reference.height, "\(path)")
+            }
+            let page = try await server.get("/insecure/w:20/plain/" + origin.url("/page.png").absoluteString)
+            #expect(page.status == 415, "\(page.status) \(page.text)")
+        }
+    }
+
     @Test("sources on loopback, private and link-local addresses are refused, also after a redirect")
     func networkSafety() async throws {
         let origin = try await TestOrigin.start()

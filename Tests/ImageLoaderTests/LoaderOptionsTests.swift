@@ -145,6 +145,26 @@ struct LoaderOptionsTests {
             #expect(try await loader.image(for: origin.url("/ok.jpg")).image.format == .jpeg)
             #expect(origin.requests("/ok.jpg")[0].header("Accept") == "image/jpg, image/png")
             try await loader.shutdown()
+            // When declared types are not checked, the bytes alone decide: a PNG labelled
+            // text/html and a JPEG labelled PNG load; a GIF is still not accepted, and
+            // text labelled as a PNG is no image
+            origin.serve(
+                "/text.png",
+                .init(headers: [("Content-Type", "image/png")], body: Array("<html>not found</html>".utf8)))
+            let bytesDecide = try harness.loader {
+                $0.acceptedContentTypes = AcceptedContentTypes(["image/png", "image/jpg"])
+                $0.checksDeclaredContentType = false
+                $0.cacheDirectory = nil
+            }
+            #expect(try await bytesDecide.image(for: origin.url("/html.png")).image.format == .png)
+            #expect(try await bytesDecide.image(for: origin.url("/lie.png")).image.format == .jpeg)
+            let data = try await bytesDecide.data(for: origin.url("/html.png"))
+            #expect(data.bytes == TestImages.png && data.format == .png)
+            #expect(
+                await bytesDecide.loadError(origin.url("/g.gif"))?.reason
+                    == .contentType(.notAccepted(contentType: "image/gif")))
+            #expect(await bytesDecide.loadError(origin.url("/text.png"))?.reason == .contentType(.unrecognizedFormat))
+            try await bytesDecide.shutdown()
         }
     }
 

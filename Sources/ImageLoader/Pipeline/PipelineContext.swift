@@ -96,13 +96,15 @@ struct PipelineContext: Sendable {
     }
 
     /// The format of `bytes` when the loader accepts it: the sniffed format must be an
-    /// accepted type and agree with `declaredContentType` (a response's or an upload's).
+    /// accepted type and agree with `declaredContentType` (a response's or an upload's),
+    /// unless the configuration ignores declared types.
     func acceptedFormat(_ bytes: some Collection<UInt8>, declaredContentType: String?, url: String)
         throws(ImageLoadingError) -> ImageFormat
     {
         do {
             return try configuration.acceptedContentTypes.validate(
-                bytes.prefix(64), declaredContentType: declaredContentType)
+                bytes.prefix(64),
+                declaredContentType: configuration.checksDeclaredContentType ? declaredContentType : nil)
         } catch {
             throw ImageLoadingError(.contentType(error), url: url)
         }
