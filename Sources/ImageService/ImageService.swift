@@ -158,14 +158,19 @@ public final class ImageService: Service, Sendable {
     /// `ServiceGroup`, stops first and finishes what is in flight), then shuts the
     /// loader down.
     public func run() async throws {
-        try await loader.run()
+        do {
+            try await loader.run()
+        } catch {
+            try? await fileReads.shutdown()
+            throw error
+        }
         try await fileReads.shutdown()
     }
 
     /// Shuts the loader down (for use without a `ServiceGroup`).
     public func shutdown() async throws {
-        try await loader.shutdown()
         try await fileReads.shutdown()
+        try await loader.shutdown()
     }
 
     // MARK: Processing

@@ -303,8 +303,8 @@ final class PinnedClients: Sendable {
             defer { state = ([:], []) }
             return Array(state.clients.values)
         }
-        for client in clients { try await client.shutdown() }
         try await resolver.shutdown()
+        for client in clients { try await client.shutdown() }
     }
 }
 
