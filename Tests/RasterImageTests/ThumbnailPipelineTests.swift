@@ -80,6 +80,37 @@ struct ThumbnailPipelineTests {
         }
     }
 
+    @Test("the flat quantiser rounds every value as the per-pixel store does, and never traps")
+    func flatQuantiser() {
+        // Every multiple of 1/4096 from -2 to 258 (halves, exact integers and the clamps
+        // among them), the floats on either side of each half, and extremes.
+        var values: [Float] = (-8192...1_056_768).map { Float($0) / 4096 }
+        for half in 0...255 {
+            let value = Float(half) + 0.5
+            values += [value.nextDown, value, value.nextUp, Float(half).nextDown, Float(half).nextUp]
+        }
+        values += [-.greatestFiniteMagnitude, .greatestFiniteMagnitude, -.infinity, .infinity, 1e-30, -1e-30]
+        while values.count % 4 != 0 { values.append(0) }
+        var flat = [UInt8](repeating: 0, count: values.count)
+        var expected = [UInt8](repeating: 0, count: values.count)
+        values.withUnsafeBufferPointer { v in
+            flat.withUnsafeMutableBufferPointer {
+                StreamingResizer.quantize(v.baseAddress!, count: v.count, into: $0.baseAddress!)
+            }
+            expected.withUnsafeMutableBufferPointer { out in
+                for i in stride(from: 0, to: v.count, by: 4) {
+                    let pixel = SIMD4(v[i], v[i + 1], v[i + 2], v[i + 3])
+                    StreamingResizer.store(pixel, into: out.baseAddress! + i, straight: false, linear: false)
+                }
+            }
+        }
+        let mismatches = zip(values, zip(flat, expected)).filter { $1.0 != $1.1 }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(5))")
+        // A value that is not a number gives some byte, where the checked conversion trapped.
+        var nan: UInt8 = 0
+        [Float.nan].withUnsafeBufferPointer { StreamingResizer.quantize($0.baseAddress!, count: 1, into: &nan) }
+    }
+
     @Test("a box wider than 32,768 pixels is capped, so its integer sums cannot overflow")
     func widestBox() {
         // 100,000 white pixels in one row, averaged into one: a box factor of 50,000

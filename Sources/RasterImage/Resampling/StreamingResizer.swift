@@ -409,10 +409,34 @@ final class StreamingResizer {
         }
         output.withUnsafeMutableBufferPointer { out in
             var o = out.baseAddress! + (y - outputRows.lowerBound) * width * 4
+            if !straight && !linear {
+                // Every lane is quantised alike: one flat loop over the floats.
+                UnsafeMutableRawPointer(sums).withMemoryRebound(to: Float.self, capacity: width * 4) {
+                    StreamingResizer.quantize($0, count: width * 4, into: o)
+                }
+                return
+            }
             for x in 0..<width {
                 StreamingResizer.store(sums[x], into: o, straight: straight, linear: linear)
                 o += 4
             }
+        }
+    }
+
+    /// `count` filtered values to bytes, each clamped to 0...255 and rounded as
+    /// ``store(_:into:straight:linear:)`` rounds (`UInt8(value + 0.5)`), without its
+    /// per-value conversion checks, so the loop runs in vector registers.
+    @inline(__always)
+    static func quantize(_ values: UnsafePointer<Float>, count: Int, into out: UnsafeMutablePointer<UInt8>) {
+        // Adding 2^23 rounds a value in 0...2^23 to a whole number (to even at halves),
+        // which then sits in the low bits of the float's pattern.
+        let magic: Float = 8_388_608
+        for i in 0..<count {
+            let value = min(max(values[i], 0), 255) + 0.5
+            let rounded = (value + magic) - magic
+            // Rounded up past the value: truncation is one less.
+            let truncated = rounded > value ? rounded - 1 : rounded
+            out[i] = UInt8(truncatingIfNeeded: (truncated + magic).bitPattern)
         }
     }
 
