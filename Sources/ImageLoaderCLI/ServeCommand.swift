@@ -144,6 +144,8 @@ struct ServeCommand: AsyncParsableCommand {
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let logger = Logger(label: "imageloader.serve")
+        let keepsBuffers = MemoryAllocator.keepImageBuffers()
+        logger.debug("malloc", metadata: ["keepsImageBuffers": "\(keepsBuffers)"])
 
         var configuration = ImageService.Configuration()
         let pairs = try signaturePairs()
