@@ -104,7 +104,8 @@ CONF
         "$binary" serve --port "$p" --cache-dir "$dir/disk-$p" ${SERVE_ARGS:-} > "$dir/logs/instance-$p.log" 2>&1 &
         echo $! > "$dir/instance-$p.pid"
     done
-    for p in $instances; do wait_for "http://127.0.0.1:$p/health" 30; done
+    # Up to 90 s each: a debug build starts slowly beside a busy test suite.
+    for p in $instances; do wait_for "http://127.0.0.1:$p/health" 90; done
     # nginx keeps its standard error open when it goes to the background: not our caller's pipe.
     "$nginx_binary" -c "$dir/nginx.conf" -p "$dir" 2>> "$dir/logs/nginx-error.log"
     wait_for "http://127.0.0.1:$port/health" 10
