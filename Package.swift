@@ -54,12 +54,16 @@ let package = Package(
             providers: [.apt(["libdeflate-dev"])]
         ),
         .target(
+            name: "CISAL",
+            linkerSettings: [.linkedLibrary("isal")]
+        ),
+        .target(
             name: "CLCMS",
             linkerSettings: [.linkedLibrary("lcms2")]
         ),
         .target(
             name: "RasterImage",
-            dependencies: ["CPNG", "CJPEG", "CGIF", "CTIFF", "CWebP", "CLCMS", "CDeflate"]
+            dependencies: ["CPNG", "CJPEG", "CGIF", "CTIFF", "CWebP", "CLCMS", "CDeflate", "CISAL"]
         ),
         .target(
             name: "ImageLoader",

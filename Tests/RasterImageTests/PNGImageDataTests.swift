@@ -111,6 +111,33 @@ struct PNGImageDataTests {
         }
     }
 
+    @Test("image data compressed into ISA-L's range gives back the pixels", arguments: colorTypes)
+    func compressedForISAL(_ colorType: PNGBuilder.ColorType) throws {
+        for filter in [0, 5, 6] {
+            // Given a PNG whose image data libdeflate compressed by 1.3 to 3 times
+            var png = PNGBuilder(width: 301, height: 77, colorType: colorType, seed: UInt64(filter))
+            png.deflateLevel = 6
+            let bytes = png.encoded(filter: filter)
+            let inflated = 77 * (301 * colorType.channels + 1)
+            #expect(Self.engine(bytes, inflated: inflated) == .isal, "\(colorType) filter \(filter)")
+            // When it is decoded, then the pixels are the ones it was built from
+            let pixels = try ImageDecoder().decode(.bytes(bytes)).frames[0].pixels
+            #expect(pixels == png.expectedRGBA(), "\(colorType) filter \(filter)")
+        }
+    }
+
+    /// The engine ``ZlibInflate`` picks for the image data of `png`, `inflated` bytes once inflated.
+    static func engine(_ png: [UInt8], inflated: Int) -> ZlibInflate.Engine {
+        var offset = 8
+        var compressed = 0
+        while offset + 8 <= png.count {
+            let length = png[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            if String(decoding: png[offset + 4..<offset + 8], as: UTF8.self) == "IDAT" { compressed += length }
+            offset += 12 + length
+        }
+        return ZlibInflate.Engine.preferred(inflated: inflated, compressed: compressed)
+    }
+
     @Test("an eXIf after the image data sets the orientation")
     func trailingEXIF() throws {
         var png = PNGBuilder(width: 4, height: 6, colorType: .rgb, seed: 1)
@@ -120,12 +147,19 @@ struct PNGImageDataTests {
         #expect(try ImageDecoder().info(.bytes(png.encoded(filter: 1))).orientation == .up)
     }
 
-    @Test("damaged image data fails with libpng's typed error", arguments: PNGBuilder.Damage.allCases)
-    func damage(_ damage: PNGBuilder.Damage) throws {
-        // Given a PNG damaged in one way
-        var png = PNGBuilder(width: 20, height: 10, colorType: .rgba, seed: 9)
+    @Test(
+        "damaged image data fails with libpng's typed error, stored or compressed",
+        arguments: PNGBuilder.Damage.allCases, [nil, 6])
+    func damage(_ damage: PNGBuilder.Damage, deflateLevel: Int?) throws {
+        // Given a PNG damaged in one way, its image data stored, or compressed into the
+        // range ISA-L inflates
+        var png = PNGBuilder(width: 64, height: 40, colorType: .rgba, seed: 9)
         png.damage = damage
+        png.deflateLevel = deflateLevel
         let bytes = png.encoded(filter: 5)
+        if deflateLevel != nil {
+            #expect(Self.engine(bytes, inflated: 40 * (64 * 4 + 1)) == .isal)
+        }
         // When it is decoded, then the error is the one libpng gives, or, for damage
         // libpng tolerates, the pixels
         switch damage {
@@ -148,7 +182,7 @@ struct PNGImageDataTests {
 }
 
 /// Writes a PNG from pixels it makes itself: its own forward filters, stored
-/// (uncompressed) deflate blocks, its own CRC-32 and Adler-32.
+/// (uncompressed) deflate blocks or libdeflate's, its own CRC-32 and Adler-32.
 struct PNGBuilder {
     enum ColorType: UInt8, Sendable, CustomStringConvertible {
         case gray = 0
@@ -173,6 +207,8 @@ struct PNGBuilder {
     var transparency = false
     var trailingOrientation: Int?
     var damage: Damage?
+    /// Image data compressed by libdeflate at this level; stored (uncompressed) when nil.
+    var deflateLevel: Int?
 
     init(width: Int, height: Int, colorType: ColorType, seed: UInt64) {
         (self.width, self.height, self.colorType) = (width, height, colorType)
@@ -254,7 +290,9 @@ struct PNGBuilder {
             }
         }
         if damage == .tooLittleData { raw.removeLast(5) }
-        var zlib = storedZlib(raw)
+        var zlib =
+            deflateLevel.flatMap { level in raw.withUnsafeBytes { PNGWriter.deflate($0, level: level) } }
+            ?? storedZlib(raw)
         if damage == .zlibChecksum { zlib[zlib.count - 1] ^= 0xFF }
         // Split over IDATs of at most 100 bytes, one of them empty.
         var offset = 0
