@@ -17,6 +17,7 @@ nonisolated let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "disk-entry": fuzzDiskEntry,
     "sniff": fuzzSniff,
     "processing-url": fuzzProcessingURL,
+    "zlib": fuzzZlib,
 ]
 
 /// The target FUZZ_TARGET names, looked up once.

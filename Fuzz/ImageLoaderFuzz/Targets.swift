@@ -3,10 +3,10 @@
 // bad bytes; a trap, a leak or a hang is a finding.
 import CFuzzDriver
 import Foundation
-import RasterImage
 
 @testable import ImageLoader
 @testable import ImageService
+@testable import RasterImage
 
 /// Decoding limits small enough that a fuzzer explores error paths instead of
 /// waiting on legitimate large allocations (the limits' own checks are what is tested).
@@ -152,5 +152,42 @@ func fuzzProcessingURL(_ bytes: [UInt8]) {
     if let address = IPAddress(header) {
         _ = NetworkPolicy.isPublic(address)
         _ = address.description
+    }
+}
+
+/// A zlib stream through both of ``ZlibInflate``'s engines. When both take it, the
+/// bytes must be the same; libdeflate must not take a stream ISA-L declines (that would
+/// be a fault in the checks around ISA-L). ISA-L may take a stream libdeflate declines:
+/// it does not refuse an incomplete distance table that the data never uses, as zlib
+/// and libdeflate do (the output is still checked against the Adler-32 and its size). The
+/// first three bytes say how many bytes the output must fill (20 bits, up to 1 MiB)
+/// and, in the top four bits, the size of the pieces the stream is cut into (as a
+/// PNG's IDAT chunks cut it); the stream follows.
+func fuzzZlib(_ bytes: [UInt8]) {
+    guard bytes.count >= 3 else { return }
+    let count = Int(bytes[0]) | Int(bytes[1]) << 8 | Int(bytes[2] & 0x0F) << 16
+    let pieceSize = [1 << 30, 1, 2, 3, 5, 7, 8, 13, 16, 64, 100, 1000, 4096, 8192, 32768, 65536][Int(bytes[2] >> 4)]
+    let stream = Array(bytes[3...])
+    let results = ZlibInflate.Engine.allCases.map { engine -> [UInt8]? in
+        stream.withUnsafeBytes { raw in
+            var parts: [UnsafeRawBufferPointer] = []
+            var offset = 0
+            while offset < raw.count {
+                let end = min(raw.count, offset + pieceSize)
+                parts.append(UnsafeRawBufferPointer(rebasing: raw[offset..<end]))
+                offset = end
+            }
+            // One byte more, so that even an empty output has an address.
+            var output = [UInt8](repeating: 0, count: count + 1)
+            let done = output.withUnsafeMutableBufferPointer {
+                ZlibInflate.inflate(parts, into: $0.baseAddress!, count: count, engine: engine)
+            }
+            return done ? Array(output.prefix(count)) : nil
+        }
+    }
+    switch (results[0], results[1]) {
+    case (let libdeflate?, let isal?) where libdeflate != isal: fatalError("the engines inflated different bytes")
+    case (.some, nil): fatalError("ISA-L declined a stream libdeflate took")
+    default: break
     }
 }

@@ -10,7 +10,10 @@ import CDeflate
 /// writing any row: at any irregularity (a bad CRC, a filter byte out of range, too
 /// little or too much compressed data, a critical chunk it does not expect, data that
 /// ends early) the caller reads the image again with libpng, which reports it exactly
-/// as before. Only well-formed data is decoded here, and to the same pixels.
+/// as before. Only well-formed data is decoded here, and to the same pixels, with one
+/// exception: ISA-L takes a zlib stream whose unused distance table is incomplete, which
+/// zlib refuses (see ``ZlibInflate``); such an image decodes here where libpng reports
+/// it corrupt.
 struct PNGImageData {
     /// The most inflated image data this path holds at once (an 8-megapixel RGBA
     /// image); larger images stream through libpng, a row at a time.
