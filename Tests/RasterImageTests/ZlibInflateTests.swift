@@ -109,7 +109,13 @@ struct ZlibInflateTests {
                 }
             }
         }
-        // Too little to be a stream at all
+        // A negative size, and too little to be a stream at all
+        let stream = try #require(try Self.stream([1, 2, 3], level: 6))
+        let negative = stream.withUnsafeBytes { raw in
+            var byte: UInt8 = 0
+            return ZlibInflate.inflate([raw], into: &byte, count: -1, engine: engine)
+        }
+        #expect(!negative)
         let declined = Self.inflate([0x78], pieceSize: 1, count: 0, engine: engine) == nil
         #expect(declined)
     }

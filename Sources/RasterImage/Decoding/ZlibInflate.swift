@@ -56,7 +56,7 @@ enum ZlibInflate {
             guard let total = Checked.add(compressed, part.count) else { return false }
             compressed = total
         }
-        guard compressed >= 2, count <= Int(UInt32.max) else { return false }
+        guard compressed >= 2, count >= 0, count <= Int(UInt32.max) else { return false }
         switch engine ?? Engine.preferred(inflated: count, compressed: compressed) {
         case .libdeflate: return inflateWithLibdeflate(parts, compressed: compressed, into: output, count: count)
         case .isal: return inflateWithISAL(parts, into: output, count: count)
@@ -98,7 +98,7 @@ enum ZlibInflate {
         _ parts: [UnsafeRawBufferPointer], into output: UnsafeMutablePointer<UInt8>, count: Int
     ) -> Bool {
         // ISA-L parses the header too, but says less about what it accepts: it is checked
-        // here as libdeflate and zlib check it, so both engines decline the same streams.
+        // here as libdeflate and zlib check it, so both engines judge headers alike.
         guard let header = firstTwoBytes(parts), header.0 & 0x0F == 8, header.0 >> 4 <= 7,
             header.1 & 0x20 == 0, (UInt16(header.0) << 8 | UInt16(header.1)) % 31 == 0
         else { return false }
@@ -109,12 +109,15 @@ enum ZlibInflate {
         state.pointee.next_out = output
         state.pointee.avail_out = UInt32(count)
         for part in parts where part.count > 0 {
-            // Data after the end of the stream.
-            guard state.pointee.block_state != ISAL_BLOCK_FINISH else { return false }
+            // Data after the end of the stream, or a piece larger than ISA-L counts (a
+            // PNG chunk is at most 2^31 - 1 bytes, but this takes any pieces).
+            guard state.pointee.block_state != ISAL_BLOCK_FINISH, let length = UInt32(exactly: part.count) else {
+                return false
+            }
             // ISA-L reads its input only; its field is not const.
             state.pointee.next_in = UnsafeMutablePointer(
                 mutating: part.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            state.pointee.avail_in = UInt32(part.count)
+            state.pointee.avail_in = length
             guard cisal_inflate(state) == ISAL_DECOMP_OK, state.pointee.avail_in == 0 else { return false }
         }
         // Finished (the checksum matched); no byte after the stream (ISA-L reads ahead
