@@ -200,10 +200,10 @@ OUR_STAGES = [
     ("encode", ("JPEGEncoder", "WebPEncoder", "PNGEncoder", "7encoded")),
     ("resize", ("StreamingResizer", "ResampleWeights", "7resized")),
     ("colour", ("ThumbnailFinisher", "ColorProfile", "TransformCache")),
-    ("decode", ("Decoder", "ReadSession", "PNGImageData", "PNGFilter")),
+    ("decode", ("Decoder", "ReadSession", "PNGImageData", "PNGFilter", "ZlibInflate")),
 ]
 
-UNWOUND = [("decode", ("libjpeg", "libdeflate", "libpng", "libz")), ("encode", ("libwebp", "libsharpyuv"))]
+UNWOUND = [("decode", ("libjpeg", "libdeflate", "libisal", "libpng", "libz")), ("encode", ("libwebp", "libsharpyuv"))]
 
 
 def our_stages(driver, list_path, size, fmt, quality):
@@ -238,7 +238,7 @@ def our_stages(driver, list_path, size, fmt, quality):
                 stage = found
                 break
         if stage == "other":
-            # libjpeg's and libdeflate's SIMD routines carry no unwind tables, so perf
+            # libjpeg's, libdeflate's and ISA-L's SIMD routines carry no unwind tables, so perf
             # cannot walk out of them: counted as decoding, where nearly all their time goes.
             stage = next((name for name, libraries in UNWOUND if any(lib in frames[0] for lib in libraries)), stage)
         counts[stage] += 1
