@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import RasterImage
 import TestOrigin
@@ -295,5 +296,24 @@ struct HardeningTests {
         }
         #expect(failures.failure(for: "u999") != nil)
         #expect(failures.failure(for: "u0") == nil)
+    }
+}
+
+/// Shutting the loader's clients down when one of them cannot be.
+@Suite("Shutdown of pinned clients")
+struct PinnedClientShutdownTests {
+    @Test("every pinned client and the resolver are shut down even when the first client's shutdown throws")
+    func shutdownContinuesPastAFailure() async throws {
+        // Given pinned clients, the oldest of them already shut down (its shutdown throws)
+        let pinned = PinnedClients(HTTPDataLoader.Configuration())
+        let clients = (0..<4).map { pinned.client(host: "host\($0).test", address: "127.0.0.1") }
+        try await clients[0].shutdown()
+        // When they are all shut down, then the error is reported
+        await #expect(throws: HTTPClientError.alreadyShutdown) { try await pinned.shutdown() }
+        // and every other client was shut down too (a second shutdown throws), and the resolver
+        for client in clients.dropFirst() {
+            await #expect(throws: HTTPClientError.alreadyShutdown) { try await client.shutdown() }
+        }
+        await #expect(throws: (any Error).self) { try await pinned.resolver.run { 1 } }
     }
 }

@@ -111,8 +111,13 @@ public final class HTTPDataLoader: DataLoading {
     }
 
     public func shutdown() async throws {
-        try await pinned?.shutdown()
-        if ownsClient { try await client.shutdown() }
+        // Each part is shut down even when one before it throws; the first error is rethrown.
+        var failure: (any Error)?
+        do { try await pinned?.shutdown() } catch { failure = error }
+        if ownsClient {
+            do { try await client.shutdown() } catch { failure = failure ?? error }
+        }
+        if let failure { throw failure }
     }
 
     /// The client for a request to `url`: the shared one, or, with an address filter,
@@ -298,13 +303,20 @@ final class PinnedClients: Sendable {
         return client
     }
 
+    /// Shuts every client down, oldest first, then the resolver's threads: each of them
+    /// even when one before it throws (an already shut down client does); the first
+    /// error is rethrown.
     func shutdown() async throws {
         let clients = state.withLockedValue { state in
             defer { state = ([:], []) }
-            return Array(state.clients.values)
+            return state.order.compactMap { state.clients[$0] }
         }
-        try await resolver.shutdown()
-        for client in clients { try await client.shutdown() }
+        var failure: (any Error)?
+        for client in clients {
+            do { try await client.shutdown() } catch { failure = failure ?? error }
+        }
+        do { try await resolver.shutdown() } catch { failure = failure ?? error }
+        if let failure { throw failure }
     }
 }
 
