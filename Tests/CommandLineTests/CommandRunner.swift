@@ -111,8 +111,9 @@ extension Command {
         while true {
             let reaped = waitpid(pid, &status, WNOHANG)
             if reaped == pid || (reaped < 0 && errno != EINTR) { break }
-            // Between spawn and exec the child is still the test process's image: only
-            // once it runs the executable does /proc show the executable's own memory.
+            // Until its exec the child shares the test process's memory (glibc's posix_spawn
+            // returns only after the exec; this check keeps that from mattering): only once
+            // /proc names the executable is VmHWM the executable's own.
             let path = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) ?? ""
             if path == executable.path || path == executable.resolvingSymlinksInPath().path {
                 peak = max(peak, highWaterMarkKiB(pid))
