@@ -262,8 +262,7 @@ public final class ImageLoader: Sendable {
         else { return }
         for task in pipeline.shutdown() { await task.value }
         diskCache?.flush()
-        try await dataLoader.shutdown()
-        try await workers.shutdown()
+        try await runEvery([{ try await self.dataLoader.shutdown() }, { try await self.workers.shutdown() }])
     }
 }
 

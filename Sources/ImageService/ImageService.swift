@@ -158,19 +158,12 @@ public final class ImageService: Service, Sendable {
     /// `ServiceGroup`, stops first and finishes what is in flight), then shuts the
     /// loader down.
     public func run() async throws {
-        do {
-            try await loader.run()
-        } catch {
-            try? await fileReads.shutdown()
-            throw error
-        }
-        try await fileReads.shutdown()
+        try await runEvery([{ try await self.loader.run() }, { try await self.fileReads.shutdown() }])
     }
 
     /// Shuts the loader down (for use without a `ServiceGroup`).
     public func shutdown() async throws {
-        try await fileReads.shutdown()
-        try await loader.shutdown()
+        try await runEvery([{ try await self.fileReads.shutdown() }, { try await self.loader.shutdown() }])
     }
 
     // MARK: Processing

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import RasterImage
+import Synchronization
 import TestOrigin
 import Testing
 
@@ -299,9 +300,28 @@ struct HardeningTests {
     }
 }
 
-/// Shutting the loader's clients down when one of them cannot be.
+/// Shutting the loader's parts down when one of them cannot be.
 @Suite("Shutdown of pinned clients")
 struct PinnedClientShutdownTests {
+    struct StepFailed: Error, Equatable { let step: Int }
+
+    @Test("runEvery runs every step after a failure and rethrows the first error")
+    func everyStepRuns() async throws {
+        // Given four steps, the second and the fourth failing
+        let ran = Mutex<[Int]>([])
+        let steps: [() async throws -> Void] = (0..<4).map { index in
+            {
+                ran.withLock { $0.append(index) }
+                if index % 2 == 1 { throw StepFailed(step: index) }
+            }
+        }
+        // When they run, then the first failure is reported and every step ran, in order
+        await #expect(throws: StepFailed(step: 1)) { try await runEvery(steps) }
+        #expect(ran.withLock { $0 } == [0, 1, 2, 3])
+        // And steps that all succeed throw nothing
+        try await runEvery([{}, {}])
+    }
+
     @Test("every pinned client and the resolver are shut down even when the first client's shutdown throws")
     func shutdownContinuesPastAFailure() async throws {
         // Given pinned clients, the oldest of them already shut down (its shutdown throws)

@@ -111,13 +111,10 @@ public final class HTTPDataLoader: DataLoading {
     }
 
     public func shutdown() async throws {
-        // Each part is shut down even when one before it throws; the first error is rethrown.
-        var failure: (any Error)?
-        do { try await pinned?.shutdown() } catch { failure = error }
-        if ownsClient {
-            do { try await client.shutdown() } catch { failure = failure ?? error }
-        }
-        if let failure { throw failure }
+        try await runEvery([
+            { try await self.pinned?.shutdown() },
+            { if self.ownsClient { try await self.client.shutdown() } },
+        ])
     }
 
     /// The client for a request to `url`: the shared one, or, with an address filter,
@@ -311,12 +308,8 @@ final class PinnedClients: Sendable {
             defer { state = ([:], []) }
             return state.order.compactMap { state.clients[$0] }
         }
-        var failure: (any Error)?
-        for client in clients {
-            do { try await client.shutdown() } catch { failure = failure ?? error }
-        }
-        do { try await resolver.shutdown() } catch { failure = failure ?? error }
-        if let failure { throw failure }
+        try await runEvery(
+            clients.map { client in { try await client.shutdown() } } + [{ try await self.resolver.shutdown() }])
     }
 }
 
