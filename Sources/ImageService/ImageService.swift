@@ -17,12 +17,16 @@ import ServiceLifecycle
 /// let service = try ImageService(configuration: configuration)
 /// let router = Router(context: ImageServiceRequestContext.self)
 /// service.addRoutes(to: router)
+/// let connections = ConnectionLimit(maximum: 4096)
 /// let app = Application(
 ///     router: router,
 ///     server: .http1(
-///         configuration: .init(additionalChannelHandlers: [
-///             ClientDepartureHandler(), CachedResultHandler(service: service),
-///         ])))
+///         configuration: .init(
+///             additionalChannelHandlers: [
+///                 ConnectionLimitHandler(limit: connections), ClientDepartureHandler(),
+///                 CachedResultHandler(service: service),
+///             ],
+///             idleTimeout: .seconds(60))))
 /// try await ServiceGroup(services: [service, app], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 /// ```
 ///

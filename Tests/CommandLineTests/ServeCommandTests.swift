@@ -487,6 +487,47 @@ struct ServeCommandTests {
         }
     }
 
+    @Test(
+        "connections: past --max-connections one is closed when accepted; silent, half-sent and idle keep-alive ones after --idle-timeout; a request that takes longer is not cut"
+    )
+    func connectionBounds() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        origin.serve(
+            "/slow.jpg", .init(headers: [Self.jpeg], body: TestAssets.bytes("jpeg-800x600.jpg"), delay: 2.5))
+        let arguments = [
+            "--allow-unsigned", "--allow-private-networks", "--idle-timeout", "1", "--max-connections", "3",
+        ]
+        try await serving(arguments) { server in
+            let silent = try RawConnection(port: server.port)
+            let halfSent = try RawConnection(port: server.port)
+            halfSent.send("GET /health HTTP/1.1\r\nHo")
+            let keptAlive = try RawConnection(port: server.port)
+            keptAlive.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            let answer = keptAlive.read(for: 10) { String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\nok\n") }
+            #expect(String(decoding: answer.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200"), "\(answer)")
+            #expect(!answer.closed)
+
+            // A fourth connection finds no place: closed when accepted, nothing written;
+            // the count of refusals tells it apart from the idle timeout.
+            let extra = try RawConnection(port: server.port)
+            let refused = extra.read(for: 10)
+            #expect(refused.closed && refused.bytes.isEmpty)
+
+            // The three are closed once idle for a second, each without an answer.
+            for connection in [silent, halfSent, keptAlive] {
+                let rest = connection.read(for: 10)
+                #expect(rest.closed && rest.bytes.isEmpty, "\(rest)")
+            }
+            // Their places are free again. A request whose source takes 2.5 s, longer
+            // than the idle timeout, is answered in full.
+            let slow = try await server.get("/insecure/w:50/plain/" + origin.url("/slow.jpg").absoluteString)
+            #expect(slow.status == 200)
+            #expect(try decoded(slow).width == 50)
+            #expect(try await server.metric("imageservice_connections_refused_total") == 1)
+        }
+    }
+
     @Test("SIGTERM: requests in flight finish, then the process exits 0")
     func gracefulShutdown() async throws {
         let origin = try await TestOrigin.start()
