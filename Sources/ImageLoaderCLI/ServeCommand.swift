@@ -221,20 +221,24 @@ struct ServeCommand: AsyncParsableCommand {
             throw CommandFailure("cannot start: \(error)")
         }
         let limit = ConnectionLimit(maximum: connections)
+        let requestDeadlineMilliseconds = Int64(timeout * 1000) + 1000
         let router = Router(context: ImageServiceRequestContext.self)
         service.addRoutes(to: router, metricsText: { registry.emitToString() })
         let (host, port) = (self.host, self.port)
         let app = Application(
             router: router,
-            // Connections past the limit are closed when accepted (ConnectionLimitHandler), and
-            // idle ones after --idle-timeout; work for a client that has gone stops
+            // Connections past the limit are closed when accepted (ConnectionLimitHandler), idle
+            // ones after --idle-timeout, and one whose request has not arrived in full within
+            // --timeout (and a second, for a late upload's 504 to go first) too
+            // (RequestDeadlineHandler); work for a client that has gone stops
             // (ClientDepartureHandler); results in the cache are answered on the event loop,
             // before the router (CachedResultHandler).
             server: .http1(
                 configuration: .init(
                     additionalChannelHandlers: [
-                        ConnectionLimitHandler(limit: limit), ClientDepartureHandler(),
-                        CachedResultHandler(service: service),
+                        ConnectionLimitHandler(limit: limit),
+                        RequestDeadlineHandler(deadline: .milliseconds(requestDeadlineMilliseconds)),
+                        ClientDepartureHandler(), CachedResultHandler(service: service),
                     ],
                     idleTimeout: .milliseconds(Int64(idleTimeout * 1000)))),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),

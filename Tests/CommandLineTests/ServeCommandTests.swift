@@ -488,7 +488,7 @@ struct ServeCommandTests {
     }
 
     @Test(
-        "connections: past --max-connections one is closed when accepted; silent, half-sent and idle keep-alive ones after --idle-timeout; a request that takes longer is not cut"
+        "connections: past --max-connections one is closed when accepted; silent, half-sent and idle keep-alive ones after --idle-timeout; one whose body trickles after --timeout; a request that takes longer is not cut"
     )
     func connectionBounds() async throws {
         let origin = try await TestOrigin.start()
@@ -497,6 +497,7 @@ struct ServeCommandTests {
             "/slow.jpg", .init(headers: [Self.jpeg], body: TestAssets.bytes("jpeg-800x600.jpg"), delay: 2.5))
         let arguments = [
             "--allow-unsigned", "--allow-private-networks", "--idle-timeout", "1", "--max-connections", "3",
+            "--timeout", "4",
         ]
         try await serving(arguments) { server in
             let silent = try RawConnection(port: server.port)
@@ -519,6 +520,24 @@ struct ServeCommandTests {
                 let rest = connection.read(for: 10)
                 #expect(rest.closed && rest.bytes.isEmpty, "\(rest)")
             }
+            // A GET whose body trickles in keeps resetting the idle timeout. It is answered,
+            // and the connection closed once the request has not arrived in full within
+            // --timeout (and a second).
+            let trickle = try RawConnection(port: server.port)
+            trickle.send("GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
+            let start = ContinuousClock.now
+            var received: [UInt8] = []
+            var closedAfter: Duration?
+            while closedAfter == nil && ContinuousClock.now - start < .seconds(20) {
+                trickle.send("x")
+                let part = trickle.read(for: 0.2)
+                received += part.bytes
+                if part.closed { closedAfter = ContinuousClock.now - start }
+            }
+            #expect(String(decoding: received, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+            let closed = try #require(closedAfter)
+            #expect(closed > .seconds(2) && closed < .seconds(12), "\(closed)")
+
             // Their places are free again. A request whose source takes 2.5 s, longer
             // than the idle timeout, is answered in full.
             let slow = try await server.get("/insecure/w:50/plain/" + origin.url("/slow.jpg").absoluteString)

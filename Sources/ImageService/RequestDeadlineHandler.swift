@@ -1,0 +1,69 @@
+import HTTPTypes
+import NIOCore
+import NIOHTTPTypes
+
+/// Closes a connection whose request has not arrived in full (head and body) within a
+/// deadline after its head.
+///
+/// Hummingbird's idle timeout restarts with every part of a request that arrives, and
+/// a route that answers without reading the body leaves the rest of it to be read
+/// after the answer. So a client that sends a `GET` with a large `Content-Length` and
+/// then one byte of body every few seconds holds its connection for days. This bounds
+/// that: the whole request must arrive within `deadline` of its head. The time an
+/// answer takes to make is not counted. One handler per connection, in the
+/// `additionalChannelHandlers`:
+///
+/// ```swift
+/// let app = Application(
+///     router: router,
+///     server: .http1(configuration: .init(
+///         additionalChannelHandlers: [RequestDeadlineHandler(deadline: .seconds(10))],
+///         idleTimeout: .seconds(60))))
+/// ```
+///
+/// `imageloader serve` uses `--timeout`: the body of `POST /info` and `POST /upload` is
+/// read within that too, and answered with 504 when it is late.
+public final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
+    public typealias InboundIn = HTTPRequestPart
+    public typealias InboundOut = HTTPRequestPart
+
+    private let deadline: TimeAmount
+    private var timer: Scheduled<Void>?
+
+    /// A handler for one connection: each request's head and body must arrive within `deadline`.
+    public init(deadline: TimeAmount) {
+        self.deadline = deadline
+    }
+
+    /// Starts the clock at a request's head and stops it at its end.
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head:
+            timer?.cancel()
+            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            timer = context.eventLoop.scheduleTask(in: deadline) {
+                loopBound.value.close(promise: nil)
+            }
+        case .end:
+            timer?.cancel()
+            timer = nil
+        case .body:
+            break
+        }
+        context.fireChannelRead(data)
+    }
+
+    public func channelInactive(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+        context.fireChannelInactive()
+    }
+
+    public func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+    }
+}
+
+@available(*, unavailable)
+extension RequestDeadlineHandler: Sendable {}
