@@ -77,22 +77,38 @@ extension ImageService {
         return await ClientDepartureHandler.departure(on: channel)
     }
 
-    /// Collects the request's body (at most the source limit, else 413) on a worker,
-    /// within the timeout, and answers with `body`.
+    /// Collects the request's body (at most the source limit, else 413) within the
+    /// timeout, and answers with `body` on a worker.
+    ///
+    /// The body is read in a place of its own (``ImageService/withBodyPlace(_:)``), kept
+    /// until the answer, and only then waits for a worker: a client that sends its body
+    /// slowly holds no place of the image requests, while the bodies held at once stay
+    /// bounded. A `Content-Length` over the limit is a 413 before anything is read; a
+    /// body the HTTP parser rejects (bad chunking) is a 400.
     private func withBody<Context: RequestContext>(
         _ request: Request, _ context: Context, _ body: @escaping @Sendable ([UInt8]) async -> Reply
     ) async -> Reply {
         let maxBytes = configuration.maxSourceBytes
+        let tooLarge = ServiceError(status: 413, "body larger than \(maxBytes) bytes")
+        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > maxBytes {
+            return .failure(tooLarge)
+        }
         do {
             return try await withTimeout(leavingWith: await ImageService.departure(context)) {
-                try await self.admitted(PriorityHandle(.normal)) {
+                try await self.withBodyPlace {
                     let buffer: ByteBuffer
                     do {
                         buffer = try await request.body.collect(upTo: maxBytes)
                     } catch is NIOTooManyBytesError {
-                        throw ServiceError(status: 413, "body larger than \(maxBytes) bytes")
+                        throw tooLarge
+                    } catch let error as CancellationError {
+                        throw error
+                    } catch {
+                        throw ServiceError(status: 400, "unreadable request body")
                     }
-                    return await body(Array(buffer.readableBytesView))
+                    return try await self.admitted(PriorityHandle(.normal)) {
+                        await body(Array(buffer.readableBytesView))
+                    }
                 }
             }
         } catch {

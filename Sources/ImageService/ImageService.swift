@@ -119,6 +119,10 @@ public final class ImageService: Service, Sendable {
     let loader: ImageLoader
     private let results: ResultCache?
     private let admission: WorkScheduler
+    /// Request bodies (`POST /info`, `/upload`) being read, and held until answered: apart
+    /// from `admission`, so clients that send a body slowly hold no place of image
+    /// requests; as many as workers, each at most `maxSourceBytes`.
+    private let bodies: WorkScheduler
     private let shared = SharedStage<ProcessingKey, ProcessingOutcome>()
     let metrics: ServiceMetrics
     private let decoder = ImageDecoder()
@@ -154,6 +158,8 @@ public final class ImageService: Service, Sendable {
         results = configuration.resultCacheBytes > 0 ? ResultCache(maxBytes: configuration.resultCacheBytes) : nil
         admission = WorkScheduler(
             limit: configuration.inFlightLimit, order: .fifo, maxWaiting: configuration.queueLimit)
+        // As many bodies as workers: more would only wait for a worker, holding memory.
+        bodies = WorkScheduler(limit: max(1, configuration.workers), order: .fifo, maxWaiting: configuration.queueLimit)
         metrics = ServiceMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
         fileReads = WaitingThreads(threads: min(configuration.inFlightLimit, 64))
     }
@@ -228,6 +234,15 @@ public final class ImageService: Service, Sendable {
                 metrics.queue(admission.waiting)
                 return try await body()
             }
+        } catch is WorkScheduler.Full {
+            throw ServiceError.overloaded
+        }
+    }
+
+    /// `body` in one of the places of request bodies; 503 when they and their queue are full.
+    func withBodyPlace<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await bodies.run(priority: PriorityHandle(.normal), body)
         } catch is WorkScheduler.Full {
             throw ServiceError.overloaded
         }

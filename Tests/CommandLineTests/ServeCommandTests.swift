@@ -547,6 +547,44 @@ struct ServeCommandTests {
         }
     }
 
+    @Test(
+        "request bodies: a declared length over the limit is a 413 before reading, bad chunking a 400, and slow bodies wait in places of their own, not in those of image requests"
+    )
+    func requestBodies() async throws {
+        let arguments = [
+            "--allow-unsigned", "--local-root", Self.images, "--max-src-bytes", "100000", "--workers", "1",
+            "--fetches-ahead", "0", "--queue", "0",
+        ]
+        try await serving(arguments) { server in
+            func answer(_ connection: RawConnection) -> String {
+                let read = connection.read(for: 10) { String(decoding: $0, as: UTF8.self).contains("\r\n\r\n") }
+                return String(decoding: read.bytes, as: UTF8.self)
+            }
+            // No body is sent: the declared length alone is refused.
+            let declared = try RawConnection(port: server.port)
+            declared.send("POST /info HTTP/1.1\r\nHost: x\r\nContent-Length: 100001\r\n\r\n")
+            #expect(answer(declared).hasPrefix("HTTP/1.1 413"))
+            let chunked = try RawConnection(port: server.port)
+            chunked.send("POST /info HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n")
+            #expect(answer(chunked).hasPrefix("HTTP/1.1 400"))
+
+            // Two bodies that never end: one holds the only place for bodies, the other
+            // finds none (503, queue 0).
+            let slow = try (0..<2).map { _ in try RawConnection(port: server.port) }
+            for connection in slow {
+                connection.send("POST /info HTTP/1.1\r\nHost: x\r\nContent-Length: 50000\r\n\r\n0123456789")
+            }
+            let first = slow[0].read(for: 3) { !$0.isEmpty }
+            let second = slow[1].read(for: 3) { !$0.isEmpty }
+            let answers = [first, second].map { String(decoding: $0.bytes, as: UTF8.self) }
+            #expect(answers.filter { $0.hasPrefix("HTTP/1.1 503") }.count == 1, "\(answers)")
+            #expect(answers.filter(\.isEmpty).count == 1, "\(answers)")
+            // The one worker's place is free: an image request is answered at once.
+            let image = try await server.get("/insecure/rs:fit:40:40/plain/local:///png-rgb8.png@png")
+            #expect(image.status == 200)
+        }
+    }
+
     @Test("SIGTERM: requests in flight finish, then the process exits 0")
     func gracefulShutdown() async throws {
         let origin = try await TestOrigin.start()
