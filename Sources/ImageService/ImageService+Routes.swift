@@ -4,6 +4,7 @@ import Hummingbird
 import ImageLoader
 import Logging
 import NIOCore
+import NIOHTTPTypes
 
 extension ImageService {
     /// Adds the service's routes to `router`, behind an access log (one line per
@@ -77,6 +78,16 @@ extension ImageService {
         return await ClientDepartureHandler.departure(on: channel)
     }
 
+    /// Answers `100 Continue` to a request that expects it (`Expect: 100-continue`),
+    /// once its body is about to be read, as clients such as curl wait for that (a
+    /// second, for curl) before they send the body. Needs a ``ChannelRequestContext``.
+    private static func invitingBody<Context: RequestContext>(_ request: Request, _ context: Context) async {
+        guard request.headers[.expect]?.lowercased() == "100-continue",
+            let channel = (context as? any ChannelRequestContext)?.channel
+        else { return }
+        try? await channel.writeAndFlush(HTTPResponsePart.head(HTTPResponse(status: .continue)))
+    }
+
     /// Collects the request's body (at most the source limit, else 413) within the
     /// timeout, and answers with `body` on a worker.
     ///
@@ -96,6 +107,7 @@ extension ImageService {
         do {
             return try await withTimeout(leavingWith: await ImageService.departure(context)) {
                 try await self.withBodyPlace {
+                    await ImageService.invitingBody(request, context)
                     let buffer: ByteBuffer
                     do {
                         buffer = try await request.body.collect(upTo: maxBytes)

@@ -548,7 +548,7 @@ struct ServeCommandTests {
     }
 
     @Test(
-        "request bodies: a declared length over the limit is a 413 before reading, bad chunking a 400, and slow bodies wait in places of their own, not in those of image requests"
+        "request bodies: a declared length over the limit is a 413 before reading, bad chunking a 400, 100 Continue when expected, and slow bodies wait in places of their own, not in those of image requests"
     )
     func requestBodies() async throws {
         let arguments = [
@@ -567,6 +567,14 @@ struct ServeCommandTests {
             let chunked = try RawConnection(port: server.port)
             chunked.send("POST /info HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n")
             #expect(answer(chunked).hasPrefix("HTTP/1.1 400"))
+            // A client that expects 100 Continue is told to send its body, then answered.
+            let png = TestAssets.bytes("png-rgb8.png")
+            let expecting = try RawConnection(port: server.port)
+            expecting.send(
+                "POST /info HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: \(png.count)\r\n\r\n")
+            #expect(answer(expecting) == "HTTP/1.1 100 Continue\r\n\r\n")
+            expecting.send(png)
+            #expect(answer(expecting).hasPrefix("HTTP/1.1 200"))
 
             // Two bodies that never end: one holds the only place for bodies, the other
             // finds none (503, queue 0).
