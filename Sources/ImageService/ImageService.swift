@@ -23,8 +23,8 @@ import ServiceLifecycle
 ///     server: .http1(
 ///         configuration: .init(
 ///             additionalChannelHandlers: [
-///                 ConnectionLimitHandler(limit: connections), ClientDepartureHandler(),
-///                 CachedResultHandler(service: service),
+///                 ConnectionLimitHandler(limit: connections), RequestDeadlineHandler(deadline: .seconds(11)),
+///                 ClientDepartureHandler(), CachedResultHandler(service: service),
 ///             ],
 ///             idleTimeout: .seconds(60))))
 /// try await ServiceGroup(services: [service, app], gracefulShutdownSignals: [.sigterm], logger: logger).run()
@@ -33,7 +33,9 @@ import ServiceLifecycle
 /// Every request is bounded: at most ``Configuration/workers`` images are processed at
 /// once, ``Configuration/fetchesAhead`` more requests fetch their sources meanwhile, and
 /// ``Configuration/queue`` wait; beyond that the answer is an immediate 503 with
-/// `Retry-After`, so memory and latency stay bounded under any load. Identical
+/// `Retry-After`, so memory and latency stay bounded under any load. Request bodies
+/// (`POST /info`, `/upload`) are read in places of their own, as many as workers, with a
+/// queue as long: a slow sender holds no place of image requests. Identical
 /// requests in flight share one result; results are kept in memory while their source
 /// is fresh. With ``ImageServiceRequestContext`` (or any ``ChannelRequestContext``) and a
 /// ``ClientDepartureHandler`` on each connection, a request whose client has gone stops.
@@ -229,20 +231,23 @@ public final class ImageService: Service, Sendable {
     func admitted<T: Sendable>(_ priority: PriorityHandle, _ body: () async throws -> T) async throws -> T {
         metrics.queue(admission.waiting)
         defer { metrics.queue(admission.waiting) }
-        do {
-            return try await admission.run(priority: priority) {
-                metrics.queue(admission.waiting)
-                return try await body()
-            }
-        } catch is WorkScheduler.Full {
-            throw ServiceError.overloaded
+        return try await ImageService.run(in: admission, priority) {
+            metrics.queue(admission.waiting)
+            return try await body()
         }
     }
 
     /// `body` in one of the places of request bodies; 503 when they and their queue are full.
     func withBodyPlace<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        try await ImageService.run(in: bodies, PriorityHandle(.normal), body)
+    }
+
+    /// `body` once `scheduler` has a place for it; 503 when its places and queue are full.
+    private static func run<T: Sendable>(
+        in scheduler: WorkScheduler, _ priority: PriorityHandle, _ body: () async throws -> T
+    ) async throws -> T {
         do {
-            return try await bodies.run(priority: PriorityHandle(.normal), body)
+            return try await scheduler.run(priority: priority, body)
         } catch is WorkScheduler.Full {
             throw ServiceError.overloaded
         }
