@@ -69,7 +69,9 @@ struct ClusterTests {
             ]
             let bash = URL(fileURLWithPath: "/bin/bash")
             let started = try await Command.run([script, "start", state.path], program: bash, environment: environment)
-            defer { _ = try? Command.run([script, "stop", state.path], program: bash, environment: environment) }
+            defer {
+                _ = try? Command.runBlocking([script, "stop", state.path], program: bash, environment: environment)
+            }
             #expect(started.status == 0, "\(started.stderr)")
             guard started.status == 0 else { return }
             try await body(

@@ -5,8 +5,8 @@ import Testing
 @Suite("The imageloader command")
 struct CommandLineTests {
     @Test("info prints one JSON object with the header's facts")
-    func info() throws {
-        let result = try Command.run(["info", Command.fixture("images/jpeg-orientation6.jpg")])
+    func info() async throws {
+        let result = try await Command.run(["info", Command.fixture("images/jpeg-orientation6.jpg")])
         #expect(result.status == 0)
         #expect(result.stdout.split(separator: "\n").count == 1)
         let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as! [String: Any]
@@ -20,18 +20,18 @@ struct CommandLineTests {
     }
 
     @Test("info counts frames and sees transparency")
-    func infoAnimation() throws {
-        let result = try Command.run(["info", Command.fixture("images/gif-animation.gif")])
+    func infoAnimation() async throws {
+        let result = try await Command.run(["info", Command.fixture("images/gif-animation.gif")])
         let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as! [String: Any]
         #expect(json["frames"] as? Int == 5)
         #expect(json["hasAlpha"] as? Bool == true)
     }
 
     @Test("decode writes the chosen frame as an 8-bit RGBA PNG with the reference's pixels")
-    func decodeFrame() throws {
-        try Command.withTemporaryDirectory { directory in
+    func decodeFrame() async throws {
+        try await Command.withTemporaryDirectory { directory in
             let output = directory.appendingPathComponent("frame2.png").path
-            let result = try Command.run([
+            let result = try await Command.run([
                 "decode", Command.fixture("images/gif-animation.gif"), "-o", output, "--frame", "2",
             ])
             #expect(result.status == 0, "\(result.stderr)")
@@ -45,11 +45,12 @@ struct CommandLineTests {
     }
 
     @Test("decode keeps the pixels as stored: no orientation applied")
-    func decodeKeepsOrientation() throws {
-        try Command.withTemporaryDirectory { directory in
+    func decodeKeepsOrientation() async throws {
+        try await Command.withTemporaryDirectory { directory in
             let output = directory.appendingPathComponent("page.png").path
             #expect(
-                try Command.run(["decode", Command.fixture("images/tiff-orientation6.tif"), "-o", output]).status == 0)
+                try await Command.run(["decode", Command.fixture("images/tiff-orientation6.tif"), "-o", output]).status
+                    == 0)
             let decoded = try ImageDecoder().decode(.file(path: output))
             #expect(decoded.width == 48 && decoded.height == 32)
             let expected = [UInt8](
@@ -59,10 +60,10 @@ struct CommandLineTests {
     }
 
     @Test("decode picks TIFF pages")
-    func decodePage() throws {
-        try Command.withTemporaryDirectory { directory in
+    func decodePage() async throws {
+        try await Command.withTemporaryDirectory { directory in
             let output = directory.appendingPathComponent("page1.png").path
-            let result = try Command.run([
+            let result = try await Command.run([
                 "decode", Command.fixture("images/tiff-pages-sizes.tif"), "-o", output, "--frame", "1",
             ])
             #expect(result.status == 0)
@@ -72,21 +73,21 @@ struct CommandLineTests {
     }
 
     @Test("validate accepts good files and reports each bad one on its own line")
-    func validate() throws {
-        try Command.withTemporaryDirectory { directory in
+    func validate() async throws {
+        try await Command.withTemporaryDirectory { directory in
             let good = [
                 "png-rgba8.png", "jpeg-420.jpg", "gif-animation.gif", "tiff-multipage.tif", "webp-animation.webp",
                 "bmp-rle4.bmp",
             ]
             .map { Command.fixture("images/" + $0) }
-            #expect(try Command.run(["validate"] + good).status == 0)
+            #expect(try await Command.run(["validate"] + good).status == 0)
 
             let cut = directory.appendingPathComponent("cut.png").path
             let bytes = try Data(contentsOf: URL(fileURLWithPath: good[0]))
             try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: cut))
             let text = directory.appendingPathComponent("notes.png").path
             try Data("not an image".utf8).write(to: URL(fileURLWithPath: text))
-            let result = try Command.run(["validate", good[0], cut, text, good[1]])
+            let result = try await Command.run(["validate", good[0], cut, text, good[1]])
             #expect(result.status == 1)
             #expect(result.stderrLines.count == 2)
             #expect(
@@ -97,20 +98,20 @@ struct CommandLineTests {
     }
 
     @Test("validate checks the declared content type")
-    func validateContentType() throws {
+    func validateContentType() async throws {
         let png = Command.fixture("images/png-rgb8.png")
-        #expect(try Command.run(["validate", png, "--content-type", "image/png"]).status == 0)
-        let mismatch = try Command.run(["validate", png, "--content-type", "image/jpeg"])
+        #expect(try await Command.run(["validate", png, "--content-type", "image/png"]).status == 0)
+        let mismatch = try await Command.run(["validate", png, "--content-type", "image/jpeg"])
         #expect(mismatch.status == 1)
         #expect(mismatch.stderr.contains("declared as image/jpeg"))
-        let refused = try Command.run(["validate", png, "--accept", "image/gif"])
+        let refused = try await Command.run(["validate", png, "--accept", "image/gif"])
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("not accepted"))
     }
 
     @Test("thumbnail writes the format its extension names, fitted or filled, upright")
-    func thumbnail() throws {
-        try Command.withTemporaryDirectory { directory in
+    func thumbnail() async throws {
+        try await Command.withTemporaryDirectory { directory in
             let cases: [(input: String, arguments: [String], output: String, format: ImageFormat, size: (Int, Int))] = [
                 ("images/png-photo.png", ["--size", "100"], "a.jpg", .jpeg, (100, 75)),
                 ("images/png-photo-alpha.png", ["--size", "100"], "b.png", .png, (100, 75)),
@@ -124,7 +125,7 @@ struct CommandLineTests {
             ]
             for (input, arguments, output, format, size) in cases {
                 let path = directory.appendingPathComponent(output).path
-                let result = try Command.run(["thumbnail", Command.fixture(input)] + arguments + ["-o", path])
+                let result = try await Command.run(["thumbnail", Command.fixture(input)] + arguments + ["-o", path])
                 #expect(result.status == 0, "\(result.stderr)")
                 let info = try ImageDecoder().info(.file(path: path))
                 #expect(info.format == format, "\(output)")
@@ -135,12 +136,12 @@ struct CommandLineTests {
     }
 
     @Test("thumbnail --gravity keeps the side it names; --force stretches; the two box modes exclude each other")
-    func thumbnailGravityAndForce() throws {
-        try Command.withTemporaryDirectory { directory in
+    func thumbnailGravityAndForce() async throws {
+        try await Command.withTemporaryDirectory { directory in
             var made: [String: RasterImage] = [:]
             for gravity in ["west", "center", "east"] {
                 let path = directory.appendingPathComponent("\(gravity).png").path
-                let result = try Command.run([
+                let result = try await Command.run([
                     "thumbnail", Command.fixture("images/png-photo.png"), "--width", "90", "--height", "90", "--fill",
                     "--gravity", gravity, "-o", path,
                 ])
@@ -160,13 +161,13 @@ struct CommandLineTests {
             }
             let forced = directory.appendingPathComponent("forced.png").path
             #expect(
-                try Command.run([
+                try await Command.run([
                     "thumbnail", Command.fixture("images/png-photo.png"), "--width", "200", "--height", "60", "--force",
                     "-o", forced,
                 ]).status == 0)
             let info = try ImageDecoder().info(.file(path: forced))
             #expect((info.width, info.height) == (200, 60))
-            let both = try Command.run([
+            let both = try await Command.run([
                 "thumbnail", Command.fixture("images/png-photo.png"), "--size", "60", "--fill", "--force", "-o", forced,
             ])
             #expect(both.status != 0 && both.stderr.contains("exclude each other"))
@@ -174,8 +175,8 @@ struct CommandLineTests {
     }
 
     @Test("thumbnail refuses an output it cannot write")
-    func thumbnailBadOutput() throws {
-        let result = try Command.run([
+    func thumbnailBadOutput() async throws {
+        let result = try await Command.run([
             "thumbnail", Command.fixture("images/png-rgb8.png"), "--size", "10", "-o", "/tmp/x.gif",
         ])
         #expect(result.status != 0)
@@ -197,9 +198,9 @@ struct CommandLineTests {
             ["thumbnail", "hostile/jpeg-50000x50000.jpg", "--size", "64", "-o", "/tmp/never.jpg"],
             ["thumbnail", "hostile/tiff-absurd-strips.tif", "--size", "64", "-o", "/tmp/never.png"],
         ])
-    func failures(_ arguments: [String]) throws {
+    func failures(_ arguments: [String]) async throws {
         let resolved = arguments.map { $0.hasPrefix("hostile/") || $0.hasPrefix("images/") ? Command.fixture($0) : $0 }
-        let result = try Command.run(resolved)
+        let result = try await Command.run(resolved)
         #expect(!result.crashed)
         #expect(result.status == 1)
         #expect(result.stderrLines.count == 1, "\(result.stderr)")
@@ -220,11 +221,11 @@ struct HostileProcessTests {
     }()
 
     @Test("decode and fill thumbnails of every hostile file stay within a bounded peak RSS", arguments: hostile)
-    func boundedMemory(_ name: String) throws {
-        try Command.withTemporaryDirectory { directory in
+    func boundedMemory(_ name: String) async throws {
+        try await Command.withTemporaryDirectory { directory in
             let input = Command.fixture("hostile/" + name)
             // The process's own baseline: a thumbnail of a small, ordinary image.
-            let baseline = try Command.peakMemory([
+            let baseline = try await Command.peakMemory([
                 "thumbnail", Command.fixture("images/png-rgb8.png"), "--size", "64", "-o", directory.path + "/base.png",
             ])
             for arguments in [
@@ -232,7 +233,7 @@ struct HostileProcessTests {
                 ["thumbnail", input, "--size", "256", "--fill", "--upscale", "-o", directory.path + "/u.png"],
                 ["decode", input, "-o", directory.path + "/d.png"],
             ] {
-                let run = try Command.peakMemory(arguments)
+                let run = try await Command.peakMemory(arguments)
                 #expect(!run.signaled, "\(name) \(arguments[0]) crashed")
                 #expect(run.status == 0 || run.status == 1, "\(name) \(arguments[0]): exit \(run.status)")
                 // Every file here either fails before allocating or is small: 64 MiB past the baseline is

@@ -32,8 +32,10 @@ enum Command {
 
     /// Runs `program` (the `imageloader` executable unless given) with `arguments`, and
     /// `environment` added to this process's.
-    static func run(_ arguments: [String], program: URL = executable, environment: [String: String] = [:]) throws
-        -> CommandResult
+    /// Runs the executable and waits for it on the calling thread: only for a thread that
+    /// may block (``run(_:program:environment:)`` is the one for tests).
+    static func runBlocking(_ arguments: [String], program: URL = executable, environment: [String: String] = [:])
+        throws -> CommandResult
     {
         let process = Process()
         process.executableURL = program
@@ -65,7 +67,7 @@ enum Command {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
                 continuation.resume(
-                    with: Result { try Command.run(arguments, program: program, environment: environment) })
+                    with: Result { try Command.runBlocking(arguments, program: program, environment: environment) })
             }
         }
     }
@@ -95,7 +97,19 @@ extension Command {
     /// `vfork`, and when that child calls `exec` the kernel counts the memory it shared
     /// until then, the test process's, into the child's `ru_maxrss`. With other tests
     /// running beside it the test process peaked at 134 MB, and so did a 32 MB child.
-    static func peakMemory(_ arguments: [String]) throws -> (status: Int32, signaled: Bool, maxRSSKiB: Int) {
+    static func peakMemory(_ arguments: [String]) async throws -> (status: Int32, signaled: Bool, maxRSSKiB: Int) {
+        // On a thread of its own, as run(_:) does: the wait must not hold one of the
+        // cooperative pool's threads (two here), which every async test beside it needs.
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Result { try Command.peakMemoryBlocking(arguments) })
+            }
+        }
+    }
+
+    private static func peakMemoryBlocking(_ arguments: [String]) throws -> (
+        status: Int32, signaled: Bool, maxRSSKiB: Int
+    ) {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

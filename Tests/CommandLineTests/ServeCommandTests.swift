@@ -505,19 +505,21 @@ struct ServeCommandTests {
             halfSent.send("GET /health HTTP/1.1\r\nHo")
             let keptAlive = try RawConnection(port: server.port)
             keptAlive.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-            let answer = keptAlive.read(for: 10) { String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\nok\n") }
+            let answer = try await keptAlive.read(for: 10) {
+                String(decoding: $0, as: UTF8.self).hasSuffix("\r\n\r\nok\n")
+            }
             #expect(String(decoding: answer.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200"), "\(answer)")
             #expect(!answer.closed)
 
             // A fourth connection finds no place: closed when accepted, nothing written;
             // the count of refusals tells it apart from the idle timeout.
             let extra = try RawConnection(port: server.port)
-            let refused = extra.read(for: 10)
+            let refused = try await extra.read(for: 10)
             #expect(refused.closed && refused.bytes.isEmpty)
 
             // The three are closed once idle for a second, each without an answer.
             for connection in [silent, halfSent, keptAlive] {
-                let rest = connection.read(for: 10)
+                let rest = try await connection.read(for: 10)
                 #expect(rest.closed && rest.bytes.isEmpty, "\(rest)")
             }
             // A GET whose body trickles in keeps resetting the idle timeout. It is answered,
@@ -530,7 +532,7 @@ struct ServeCommandTests {
             var closedAfter: Duration?
             while closedAfter == nil && ContinuousClock.now - start < .seconds(20) {
                 trickle.send("x")
-                let part = trickle.read(for: 0.2)
+                let part = try await trickle.read(for: 0.2)
                 received += part.bytes
                 if part.closed { closedAfter = ContinuousClock.now - start }
             }
@@ -556,25 +558,27 @@ struct ServeCommandTests {
             "--fetches-ahead", "0", "--queue", "0",
         ]
         try await serving(arguments) { server in
-            func answer(_ connection: RawConnection) -> String {
-                let read = connection.read(for: 10) { String(decoding: $0, as: UTF8.self).contains("\r\n\r\n") }
+            func answer(_ connection: RawConnection) async throws -> String {
+                let read = try await connection.read(for: 10) {
+                    String(decoding: $0, as: UTF8.self).contains("\r\n\r\n")
+                }
                 return String(decoding: read.bytes, as: UTF8.self)
             }
             // No body is sent: the declared length alone is refused.
             let declared = try RawConnection(port: server.port)
             declared.send("POST /info HTTP/1.1\r\nHost: x\r\nContent-Length: 100001\r\n\r\n")
-            #expect(answer(declared).hasPrefix("HTTP/1.1 413"))
+            #expect(try await answer(declared).hasPrefix("HTTP/1.1 413"))
             let chunked = try RawConnection(port: server.port)
             chunked.send("POST /info HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n")
-            #expect(answer(chunked).hasPrefix("HTTP/1.1 400"))
+            #expect(try await answer(chunked).hasPrefix("HTTP/1.1 400"))
             // A client that expects 100 Continue is told to send its body, then answered.
             let png = TestAssets.bytes("png-rgb8.png")
             let expecting = try RawConnection(port: server.port)
             expecting.send(
                 "POST /info HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: \(png.count)\r\n\r\n")
-            #expect(answer(expecting) == "HTTP/1.1 100 Continue\r\n\r\n")
+            #expect(try await answer(expecting) == "HTTP/1.1 100 Continue\r\n\r\n")
             expecting.send(png)
-            #expect(answer(expecting).hasPrefix("HTTP/1.1 200"))
+            #expect(try await answer(expecting).hasPrefix("HTTP/1.1 200"))
 
             // Two bodies that never end: one holds the only place for bodies, the other
             // finds none (503, queue 0).
@@ -582,8 +586,8 @@ struct ServeCommandTests {
             for connection in slow {
                 connection.send("POST /info HTTP/1.1\r\nHost: x\r\nContent-Length: 50000\r\n\r\n0123456789")
             }
-            let first = slow[0].read(for: 3) { !$0.isEmpty }
-            let second = slow[1].read(for: 3) { !$0.isEmpty }
+            let first = try await slow[0].read(for: 3) { !$0.isEmpty }
+            let second = try await slow[1].read(for: 3) { !$0.isEmpty }
             let answers = [first, second].map { String(decoding: $0.bytes, as: UTF8.self) }
             #expect(answers.filter { $0.hasPrefix("HTTP/1.1 503") }.count == 1, "\(answers)")
             #expect(answers.filter(\.isEmpty).count == 1, "\(answers)")

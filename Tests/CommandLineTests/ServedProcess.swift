@@ -201,17 +201,20 @@ final class RawConnection {
     }
 
     /// Reads what arrives within `seconds`, until the server closes the connection or
-    /// the bytes so far satisfy `enough`: the bytes, and whether it closed.
-    func read(for seconds: Double, until enough: ([UInt8]) -> Bool = { _ in false }) -> (bytes: [UInt8], closed: Bool) {
+    /// the bytes so far satisfy `enough`: the bytes, and whether it closed. It looks every
+    /// 10 ms and sleeps between, so it never holds one of the few threads async code runs on.
+    func read(for seconds: Double, until enough: ([UInt8]) -> Bool = { _ in false }) async throws -> (
+        bytes: [UInt8], closed: Bool
+    ) {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while ContinuousClock.now < deadline {
-            let left = deadline - ContinuousClock.now
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let milliseconds = Int32(
-                max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
-            guard poll(&poller, 1, milliseconds) > 0 else { continue }
+            guard poll(&poller, 1, 0) > 0 else {
+                try await Task.sleep(for: .milliseconds(10))
+                continue
+            }
             let count = recv(fd, &buffer, buffer.count, 0)
             if count <= 0 { return (received, true) }
             received += buffer[..<count]

@@ -227,7 +227,9 @@ struct NetworkFaultTests {
             [("Expires", "Thu, 32 Dec 2094 99:99:99 GMT"), ("Last-Modified", "garbage")],
             [("Date", "Sun, 06 Nov 9999 23:59:60 GMT"), ("Cache-Control", "max-age=2147483648")],
         ]
-        try await withFaults { origin, harness, loader in
+        // Sixteen loads that must succeed: the generous bound, not the 2 s the fault tests
+        // use, since the whole suite (processes included) shares two cores.
+        try await withFaults(timeout: .seconds(NetworkFaultTests.bound)) { origin, harness, loader in
             for (index, fields) in cases.enumerated() {
                 let path = "/dates\(index)"
                 origin.script(

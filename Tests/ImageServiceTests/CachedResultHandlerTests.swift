@@ -28,6 +28,23 @@ struct CachedResultHandlerTests {
         return (try ImageService(configuration: configuration), folder)
     }
 
+    /// Runs `body` with a service from ``service(timeout:)``, then shuts the service down
+    /// and removes its folder, also when `body` throws: a loader dropped without a shutdown
+    /// stops the whole test process (AsyncHTTPClient traps in its deinit).
+    static func withService(
+        timeout: Duration = .seconds(30), _ body: (ImageService) async throws -> Void
+    ) async throws {
+        let (service, folder) = try service(timeout: timeout)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        do {
+            try await body(service)
+        } catch {
+            try? await service.shutdown()
+            throw error
+        }
+        try await service.shutdown()
+    }
+
     static func request(_ path: String, method: HTTPRequest.Method = .get, _ fields: HTTPFields = [:]) -> HTTPRequest {
         HTTPRequest(method: method, scheme: nil, authority: nil, path: path, headerFields: fields)
     }
@@ -54,8 +71,10 @@ struct CachedResultHandlerTests {
 
     @Test("a cached result is answered on the connection with the route's status, fields and body; the rest go on")
     func answersHits() async throws {
-        let (service, folder) = try Self.service()
-        defer { try? FileManager.default.removeItem(at: folder) }
+        try await Self.withService { service in try await answersHits(service) }
+    }
+
+    private func answersHits(_ service: ImageService) async throws {
         let (hit, miss) = ("/insecure/w:20/plain/local:///a.png", "/insecure/w:20/plain/local:///b.png")
         // Given a result the service has made (through the route's code)
         let reply = await service.process(path: hit, accept: nil, conditions: Conditions())
@@ -113,13 +132,14 @@ struct CachedResultHandlerTests {
             _ = try Self.answer(channel)
         }
         _ = try await channel.finish()
-        try await service.shutdown()
     }
 
     @Test("while an earlier request is with the router, a hit waits its turn there: answers keep their order")
     func keepsOrder() async throws {
-        let (service, folder) = try Self.service()
-        defer { try? FileManager.default.removeItem(at: folder) }
+        try await Self.withService { service in try await keepsOrder(service) }
+    }
+
+    private func keepsOrder(_ service: ImageService) async throws {
         let (hit, miss) = ("/insecure/w:20/plain/local:///a.png", "/insecure/w:20/plain/local:///b.png")
         let reply = await service.process(path: hit, accept: nil, conditions: Conditions())
         guard case .image = reply else {
@@ -145,6 +165,5 @@ struct CachedResultHandlerTests {
         #expect(try Self.forwarded(channel).isEmpty)
         #expect(try Self.answer(channel).count == 3)
         _ = try await channel.finish()
-        try await service.shutdown()
     }
 }

@@ -14,20 +14,19 @@ struct SharedPoolTests {
     func localReadsOnOwnThreads() async throws {
         // Given a service whose requests give up after 5 s, and a shared pool held as
         // lookups stuck on a silent name server would hold it
-        let (service, folder) = try CachedResultHandlerTests.service(timeout: .seconds(5))
-        defer { try? FileManager.default.removeItem(at: folder) }
-        // When a local source is asked for
-        let reply = try await BusySharedPool.whileBusy {
-            await service.process(path: "/insecure/w:20/plain/local:///a.png", accept: nil, conditions: Conditions())
+        try await CachedResultHandlerTests.withService(timeout: .seconds(5)) { service in
+            // When a local source is asked for
+            let reply = try await BusySharedPool.whileBusy {
+                await service.process(
+                    path: "/insecure/w:20/plain/local:///a.png", accept: nil, conditions: Conditions())
+            }
+            // Then it is answered from the file (a 504 if the read waited for the held pool)
+            guard case .image(let result) = reply else {
+                Issue.record("no image: \(reply)")
+                return
+            }
+            let image = try ImageDecoder().decode(.bytes(Array(buffer: result.body)))
+            #expect(image.width == 20 && image.height == 15)
         }
-        // Then it is answered from the file (a 504 if the read waited for the held pool)
-        guard case .image(let result) = reply else {
-            Issue.record("no image: \(reply)")
-            try await service.shutdown()
-            return
-        }
-        let image = try ImageDecoder().decode(.bytes(Array(buffer: result.body)))
-        #expect(image.width == 20 && image.height == 15)
-        try await service.shutdown()
     }
 }
