@@ -28,6 +28,8 @@ public final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChann
     public typealias InboundOut = HTTPRequestPart
 
     private let deadline: TimeAmount
+    /// When the head of the request still arriving came; `nil` between requests.
+    private var started: NIODeadline?
     private var timer: Scheduled<Void>?
 
     /// A handler for one connection: each request's head and body must arrive within `deadline`.
@@ -39,29 +41,41 @@ public final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChann
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head:
-            timer?.cancel()
-            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-            timer = context.eventLoop.scheduleTask(in: deadline) {
-                loopBound.value.close(promise: nil)
-            }
+            stopClock()
+            started = .now()
         case .end:
-            timer?.cancel()
-            timer = nil
+            stopClock()
         case .body:
             break
         }
         context.fireChannelRead(data)
     }
 
-    public func channelInactive(context: ChannelHandlerContext) {
+    /// A request still arriving when the bytes read so far run out gets its timer; one
+    /// that came whole (a `GET`, as a rule) never needs one.
+    public func channelReadComplete(context: ChannelHandlerContext) {
+        if let started, timer == nil {
+            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            timer = context.eventLoop.scheduleTask(deadline: started + deadline) {
+                loopBound.value.close(promise: nil)
+            }
+        }
+        context.fireChannelReadComplete()
+    }
+
+    private func stopClock() {
+        started = nil
         timer?.cancel()
         timer = nil
+    }
+
+    public func channelInactive(context: ChannelHandlerContext) {
+        stopClock()
         context.fireChannelInactive()
     }
 
     public func handlerRemoved(context: ChannelHandlerContext) {
-        timer?.cancel()
-        timer = nil
+        stopClock()
     }
 }
 
