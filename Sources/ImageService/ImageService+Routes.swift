@@ -71,10 +71,15 @@ extension ImageService {
             departure: { await ImageService.departure(context) })
     }
 
+    /// The request's connection, when the context carries it (a ``ChannelRequestContext``).
+    private static func channel<Context: RequestContext>(of context: Context) -> (any Channel)? {
+        (context as? any ChannelRequestContext)?.channel
+    }
+
     /// The departure of the request's client, when the context carries its channel and
     /// the channel has a ``ClientDepartureHandler``.
     private static func departure<Context: RequestContext>(_ context: Context) async -> ClientDeparture? {
-        guard let channel = (context as? any ChannelRequestContext)?.channel else { return nil }
+        guard let channel = channel(of: context) else { return nil }
         return await ClientDepartureHandler.departure(on: channel)
     }
 
@@ -83,7 +88,7 @@ extension ImageService {
     /// second, for curl) before they send the body. Needs a ``ChannelRequestContext``.
     private static func invitingBody<Context: RequestContext>(_ request: Request, _ context: Context) async {
         guard request.headers[.expect]?.lowercased() == "100-continue",
-            let channel = (context as? any ChannelRequestContext)?.channel
+            let channel = channel(of: context)
         else { return }
         try? await channel.writeAndFlush(HTTPResponsePart.head(HTTPResponse(status: .continue)))
     }

@@ -11,7 +11,7 @@ import Testing
 @Suite("Answers from the result cache before the router")
 struct CachedResultHandlerTests {
     /// A service reading local sources from a fresh folder holding `a.png` and `b.png`.
-    static func service(timeout: Duration = .seconds(30)) throws -> (ImageService, URL) {
+    private static func service(timeout: Duration) throws -> (ImageService, URL) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("cached-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         for (name, red) in [("a.png", UInt8(200)), ("b.png", UInt8(30))] {
