@@ -31,9 +31,8 @@ enum Command {
     }()
 
     /// Runs `program` (the `imageloader` executable unless given) with `arguments`, and
-    /// `environment` added to this process's.
-    /// Runs the executable and waits for it on the calling thread: only for a thread that
-    /// may block (``run(_:program:environment:)`` is the one for tests).
+    /// `environment` added to this process's, waiting for it on the calling thread: only
+    /// for a thread that may block (``run(_:program:environment:)`` is the one for tests).
     static func runBlocking(_ arguments: [String], program: URL = executable, environment: [String: String] = [:])
         throws -> CommandResult
     {
@@ -59,16 +58,19 @@ enum Command {
 
     static func fixture(_ relative: String) -> String { fixtures + "/" + relative }
 
-    /// ``run(_:)`` on a thread of its own: waiting for the process must not hold one of
-    /// the cooperative pool's threads, which an in-process origin needs to answer it.
+    /// ``runBlocking(_:program:environment:)`` on a thread of its own.
     static func run(_ arguments: [String], program: URL = executable, environment: [String: String] = [:])
         async throws -> CommandResult
     {
+        try await onThreadOfItsOwn { try Command.runBlocking(arguments, program: program, environment: environment) }
+    }
+
+    /// `body` on a new thread: waiting for a process there holds none of the cooperative
+    /// pool's threads (two here), which every async test beside it needs, an in-process
+    /// origin answering that process included.
+    static func onThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                continuation.resume(
-                    with: Result { try Command.runBlocking(arguments, program: program, environment: environment) })
-            }
+            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
         }
     }
 
@@ -98,13 +100,7 @@ extension Command {
     /// until then, the test process's, into the child's `ru_maxrss`. With other tests
     /// running beside it the test process peaked at 134 MB, and so did a 32 MB child.
     static func peakMemory(_ arguments: [String]) async throws -> (status: Int32, signaled: Bool, maxRSSKiB: Int) {
-        // On a thread of its own, as run(_:) does: the wait must not hold one of the
-        // cooperative pool's threads (two here), which every async test beside it needs.
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                continuation.resume(with: Result { try Command.peakMemoryBlocking(arguments) })
-            }
-        }
+        try await onThreadOfItsOwn { try Command.peakMemoryBlocking(arguments) }
     }
 
     private static func peakMemoryBlocking(_ arguments: [String]) throws -> (
