@@ -66,8 +66,8 @@ struct ThumbnailCommand: AsyncParsableCommand {
         guard size != nil || (width != nil && height != nil) else {
             throw ValidationError("give --size, or --width and --height")
         }
-        for value in [size, width, height].compactMap({ $0 }) where value <= 0 || value > 65_500 {
-            throw ValidationError("sizes must be between 1 and 65500")
+        for value in [size, width, height].compactMap({ $0 }) where !(1...ThumbnailOptions.maxSide).contains(value) {
+            throw ValidationError("sizes must be between 1 and \(ThumbnailOptions.maxSide)")
         }
         if let quality, !(1...100).contains(quality) { throw ValidationError("--quality must be between 1 and 100") }
         guard ResamplingKernel(rawValue: kernel) != nil else { throw ValidationError("unknown kernel \(kernel)") }

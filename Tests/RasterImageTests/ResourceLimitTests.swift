@@ -156,7 +156,7 @@ struct ResourceLimitTests {
         let geometry = try ThumbnailGeometry(
             sourceWidth: image.width, sourceHeight: image.height, orientation: .up,
             options: ThumbnailOptions(width: 40, height: 90, fit: .fill))
-        let whole = image.resized(width: geometry.scaledWidth, height: geometry.scaledHeight)
+        let whole = try image.resized(width: geometry.scaledWidth, height: geometry.scaledHeight)
             .cropped(x: geometry.cropX, y: geometry.cropY, width: geometry.croppedWidth, height: geometry.croppedHeight)
         let window = image.resized(
             window: geometry.window(inputWidth: image.width, inputHeight: image.height), kernel: .lanczos3,
@@ -168,24 +168,50 @@ struct ResourceLimitTests {
         var half = ThumbnailOptions(width: image.width, height: image.height / 2, fit: .fill)
         half.appliesOrientation = false
         let cropped = try image.thumbnail(options: half)
-        #expect(
-            cropped.pixels
-                == image.cropped(
-                    x: 0, y: (image.height - image.height / 2) / 2, width: image.width, height: image.height / 2
-                ).straightAlpha().pixels)
+        let reference = try image.cropped(
+            x: 0, y: (image.height - image.height / 2) / 2, width: image.width, height: image.height / 2)
+        #expect(cropped.pixels == reference.straightAlpha().pixels)
     }
 
-    @Test("thumbnail boxes from a request: zero and negative sides clamp, bad ones set later are typed errors")
-    func thumbnailBoxes() throws {
-        let zero = ThumbnailOptions(width: 0, height: -5)
-        #expect(zero.width == 1 && zero.height == 1)
-        #expect(ThumbnailOptions(maxPixelSize: .max).width == ThumbnailOptions.maxSide)
+    @Test(
+        "a crop rectangle outside the image is .invalidCrop, never a clamped one",
+        arguments: [(-1, 0, 4, 4), (0, -1, 4, 4), (0, 0, 0, 4), (0, 0, 4, -2), (45, 0, 4, 4), (0, 0, 49, 4), (.max, 0, 4, 4), (4, 4, .max, 2)])
+    func cropRectangles(x: Int, y: Int, width: Int, height: Int) throws {
+        let image = try ImageDecoder().decode(.file(path: Fixtures.root + "/images/png-rgba8.png"))
+        #expect(image.width == 48)
+        let error = expectDecodingError { _ = try image.cropped(x: x, y: y, width: width, height: height) }
+        #expect(error?.reason == .invalidCrop(x: x, y: y, width: width, height: height))
+        // The largest rectangle inside is exact.
+        let whole = try image.cropped(x: 44, y: 0, width: 4, height: image.height)
+        #expect((whole.width, whole.height) == (4, image.height))
+    }
+
+    @Test(
+        "a thumbnail box outside 1...maxSide is .invalidThumbnailSize, from the initialiser or a property, never clamped",
+        arguments: [(0, 16), (-5, 16), (16, 0), (ThumbnailOptions.maxSide + 1, 16), (16, .max), (.min, .max)])
+    func thumbnailBoxes(width: Int, height: Int) throws {
         let path = Fixtures.root + "/images/png-rgb8.png"
-        #expect(try ImageDecoder().thumbnail(.file(path: path), options: zero).width == 1)
-        var bad = ThumbnailOptions(maxPixelSize: 16)
-        bad.width = 0
-        let error = expectDecodingError { _ = try ImageDecoder().thumbnail(.file(path: path), options: bad) }
-        #expect(error?.reason == .invalidThumbnailSize(width: 0, height: 16))
+        let initialised = ThumbnailOptions(width: width, height: height)
+        #expect((initialised.width, initialised.height) == (width, height))
+        var set = ThumbnailOptions(maxPixelSize: 16)
+        (set.width, set.height) = (width, height)
+        for options in [initialised, set] {
+            #expect(throws: ImageDecodingError(.invalidThumbnailSize(width: width, height: height))) {
+                try options.validate()
+            }
+            let decoded = expectDecodingError { _ = try ImageDecoder().thumbnail(.file(path: path), options: options) }
+            #expect(decoded?.reason == .invalidThumbnailSize(width: width, height: height))
+            let image = try ImageDecoder().decode(.file(path: path))
+            let resized = expectDecodingError { _ = try image.thumbnail(options: options) }
+            #expect(resized?.reason == .invalidThumbnailSize(width: width, height: height))
+        }
+        // The edges themselves are allowed.
+        try ThumbnailOptions(width: 1, height: ThumbnailOptions.maxSide).validate()
+    }
+
+    @Test("a box within the sides but past the pixel limit is .invalidThumbnailSize too")
+    func thumbnailPastPixelLimit() throws {
+        let path = Fixtures.root + "/images/png-rgb8.png"
         var huge = ThumbnailOptions(maxPixelSize: ThumbnailOptions.maxSide)
         huge.allowsUpscaling = true
         huge.limits.maxPixelsPerFrame = 1_000_000

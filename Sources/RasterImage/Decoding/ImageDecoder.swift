@@ -72,7 +72,8 @@ public protocol ImageDecoding: Sendable {
 
 extension ImageDecoding {
     public func thumbnail(_ source: ImageSource, options: ThumbnailOptions) throws(ImageDecodingError) -> RasterImage {
-        try decode(source, options: DecodingOptions(limits: options.limits, frames: options.frames))
+        try options.validate()
+        return try decode(source, options: DecodingOptions(limits: options.limits, frames: options.frames))
             .thumbnail(options: options)
     }
 

@@ -35,6 +35,8 @@ public struct ImageDecodingError: Error, Sendable, Hashable, CustomStringConvert
         /// A thumbnail box with a side that is not in `1...ThumbnailOptions.maxSide`,
         /// or more pixels than ``DecodingLimits/maxPixelsPerFrame``.
         case invalidThumbnailSize(width: Int, height: Int)
+        /// A crop rectangle that is empty or reaches outside the image.
+        case invalidCrop(x: Int, y: Int, width: Int, height: Int)
         /// The data ends before the image does.
         case truncated
         /// The data breaks the format's rules.
@@ -84,6 +86,8 @@ public struct ImageDecodingError: Error, Sendable, Hashable, CustomStringConvert
             text = "\(name) frames hold \(pixels) pixels to decode, more than the limit of \(limit)"
         case .invalidThumbnailSize(let width, let height):
             text = "a thumbnail of \(width)x\(height) is not possible (each side 1...\(ThumbnailOptions.maxSide))"
+        case .invalidCrop(let x, let y, let width, let height):
+            text = "a \(width)x\(height) crop at (\(x), \(y)) does not lie inside the image"
         case .truncated: text = "\(name) data is truncated"
         case .corrupt: text = "\(name) data is corrupt"
         case .unsupported: text = "\(name) uses an unsupported feature"

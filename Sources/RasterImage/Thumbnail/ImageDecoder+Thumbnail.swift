@@ -8,7 +8,8 @@ extension ImageDecoder {
     /// let thumb = try ImageDecoder().thumbnail(.file(path: "photo.jpg"), options: ThumbnailOptions(maxPixelSize: 256))
     /// ```
     public func thumbnail(_ source: ImageSource, options: ThumbnailOptions) throws(ImageDecodingError) -> RasterImage {
-        try ImageDecoder.run(source, options.limits) { reader, decoder in
+        try options.validate()
+        return try ImageDecoder.run(source, options.limits) { reader, decoder in
             try decoder.thumbnail(reader, options: options)
         }
     }

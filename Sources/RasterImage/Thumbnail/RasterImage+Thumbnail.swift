@@ -35,18 +35,25 @@ extension RasterImage {
         return ThumbnailFinisher.finish(scaled, geometry: geometry, options: options)
     }
 
-    /// The `width` x `height` rectangle at (`x`, `y`) of every frame. A rectangle
-    /// reaching outside the image (a crop that came from a request) is clamped to the
-    /// image, and is at least one pixel.
+    /// The `width` x `height` rectangle at (`x`, `y`) of every frame, exactly: a
+    /// rectangle that is empty or reaches outside the image (a crop that came from a
+    /// request) is ``ImageDecodingError/Reason/invalidCrop(x:y:width:height:)``, never
+    /// another rectangle.
     ///
     /// ```swift
-    /// let corner = image.cropped(x: 0, y: 0, width: 64, height: 64)
+    /// let corner = try image.cropped(x: 0, y: 0, width: 64, height: 64)
     /// ```
-    public func cropped(x: Int, y: Int, width: Int, height: Int) -> RasterImage {
-        let x = min(max(x, 0), self.width - 1)
-        let y = min(max(y, 0), self.height - 1)
-        let width = min(max(width, 1), self.width - x)
-        let height = min(max(height, 1), self.height - y)
+    public func cropped(x: Int, y: Int, width: Int, height: Int) throws(ImageDecodingError) -> RasterImage {
+        guard x >= 0, y >= 0, width > 0, height > 0, let right = Checked.sum(x, width), right <= self.width,
+            let bottom = Checked.sum(y, height), bottom <= self.height
+        else {
+            throw ImageDecodingError(.invalidCrop(x: x, y: y, width: width, height: height))
+        }
+        return croppedWithin(x: x, y: y, width: width, height: height)
+    }
+
+    /// The rectangle, which the caller has placed inside the image.
+    func croppedWithin(x: Int, y: Int, width: Int, height: Int) -> RasterImage {
         if x == 0 && y == 0 && width == self.width && height == self.height { return self }
         let stride = bytesPerRow
         let frames = self.frames.map { frame in
@@ -79,9 +86,13 @@ enum ThumbnailFinisher {
         // An image at the scaled size is cropped where the geometry says; one already
         // cropped is kept whole.
         let whole = image.width == geometry.scaledWidth && image.height == geometry.scaledHeight
-        var result = image.cropped(
-            x: whole ? geometry.cropX : 0, y: whole ? geometry.cropY : 0,
-            width: geometry.croppedWidth, height: geometry.croppedHeight
+        // (The geometry places the crop inside the scaled image; the bounds are kept
+        // here all the same, since a wrong rectangle would read outside the pixels.)
+        let x = whole ? min(max(geometry.cropX, 0), image.width - 1) : 0
+        let y = whole ? min(max(geometry.cropY, 0), image.height - 1) : 0
+        var result = image.croppedWithin(
+            x: x, y: y, width: min(geometry.croppedWidth, image.width - x),
+            height: min(geometry.croppedHeight, image.height - y)
         ).straightAlpha()
         if let profile = result.iccProfile {
             let space = ColorProfileConversion.colorSpace(of: profile)

@@ -78,19 +78,56 @@ public struct ThumbnailOptions: Sendable, Hashable {
     /// The longest side a thumbnail box may have.
     public static let maxSide = 16_384
 
-    /// A box of `width` x `height`, each side clamped to `1...maxSide`, so a size that
-    /// came from a request (`?size=0`) gives the nearest possible box, never a crash.
-    /// A box set through the properties afterwards is checked when the thumbnail is
-    /// made (``ImageDecodingError/Reason/invalidThumbnailSize(width:height:)``).
+    /// A box of `width` x `height`, kept exactly as given: a side outside
+    /// `1...maxSide` is never turned into another size. Such options fail with
+    /// ``ImageDecodingError/Reason/invalidThumbnailSize(width:height:)`` wherever they
+    /// are used (or at once with ``validate()``), whether the side came through this
+    /// initialiser or was set on a property afterwards.
+    ///
+    /// ```swift
+    /// let options = ThumbnailOptions(width: requestedWidth, height: requestedHeight)
+    /// try options.validate()          // a side of 0 or 20000: .invalidThumbnailSize
+    /// ```
     public init(width: Int, height: Int, fit: Fit = .fit) {
-        self.width = min(max(width, 1), ThumbnailOptions.maxSide)
-        self.height = min(max(height, 1), ThumbnailOptions.maxSide)
+        self.width = width
+        self.height = height
         self.fit = fit
+    }
+
+    /// Throws ``ImageDecodingError/Reason/invalidThumbnailSize(width:height:)`` when a
+    /// side of the box is outside `1...maxSide`, before any work: what every use of the
+    /// options checks first.
+    public func validate() throws(ImageDecodingError) {
+        guard (1...ThumbnailOptions.maxSide).contains(width), (1...ThumbnailOptions.maxSide).contains(height) else {
+            throw ImageDecodingError(.invalidThumbnailSize(width: width, height: height))
+        }
     }
 
     /// A square box: the longest side becomes `maxPixelSize` (with `.fit`).
     public init(maxPixelSize: Int, fit: Fit = .fit) {
         self.init(width: maxPixelSize, height: maxPixelSize, fit: fit)
+    }
+}
+
+extension ThumbnailOptions {
+    /// The size a thumbnail of an upright `sourceWidth` x `sourceHeight` image comes out
+    /// at with these options, without decoding anything: for a page's `width` and
+    /// `height` attributes, or to check a box before the work.
+    ///
+    /// ```swift
+    /// let size = try ThumbnailOptions(width: 300, height: 200).resultSize(sourceWidth: 4000, sourceHeight: 3000)
+    /// // (width: 267, height: 200)
+    /// ```
+    ///
+    /// Throws ``ImageDecodingError/Reason/invalidThumbnailSize(width:height:)`` as making
+    /// the thumbnail would.
+    public func resultSize(sourceWidth: Int, sourceHeight: Int) throws(ImageDecodingError) -> (width: Int, height: Int)
+    {
+        var upright = self
+        upright.appliesOrientation = false
+        let geometry = try ThumbnailGeometry(
+            sourceWidth: sourceWidth, sourceHeight: sourceHeight, orientation: .up, options: upright)
+        return (geometry.croppedWidth, geometry.croppedHeight)
     }
 }
 
@@ -115,9 +152,8 @@ struct ThumbnailGeometry: Equatable {
     init(sourceWidth: Int, sourceHeight: Int, orientation: Orientation, options: ThumbnailOptions)
         throws(ImageDecodingError)
     {
-        guard (1...ThumbnailOptions.maxSide).contains(options.width),
-            (1...ThumbnailOptions.maxSide).contains(options.height), sourceWidth > 0, sourceHeight > 0
-        else {
+        try options.validate()
+        guard sourceWidth > 0, sourceHeight > 0 else {
             throw ImageDecodingError(.invalidThumbnailSize(width: options.width, height: options.height))
         }
         let swaps = options.appliesOrientation && orientation.swapsDimensions
