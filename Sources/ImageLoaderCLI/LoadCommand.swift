@@ -11,7 +11,9 @@ struct LoadCommand: AsyncParsableCommand {
             Prints what happens: a cached image (from memory or disk), a request being sent, and the \
             request completing (networkToDisk, networkNotModified, network) or failing. With --json, \
             one JSON object per line per event. A background revalidation (stale-while-revalidate) is \
-            waited for before exiting. Exits 0 when an image was obtained, 1 otherwise.
+            waited for before exiting. Exits 0 when a usable image was obtained, 1 otherwise: a stale \
+            image shown while it is revalidated counts only when HTTP's rules let it be used \
+            (stale-while-revalidate, stale-if-error), not when the revalidation it needed failed.
             """
     )
 
@@ -32,7 +34,9 @@ struct LoadCommand: AsyncParsableCommand {
             var obtained = false
             var failure: ImageLoadingError?
             for await event in loader.events(for: url) {
-                if event.image != nil { obtained = true }
+                // A stale image that must be revalidated is printed, but obtains nothing
+                // until the revalidation succeeds (as `image(for:)` decides).
+                if let image = event.image, image.isUsable { obtained = true }
                 if case .failed(let error) = event { failure = error }
                 if case .progress = event, !progress { continue }
                 print(json ? EventOutput.json(event) : EventOutput.text(event))
