@@ -5,7 +5,7 @@ import RasterImage
 ///
 /// | status | when |
 /// |---|---|
-/// | 400 | malformed URL, unknown option, bad argument, a result larger than the limit |
+/// | 400 | malformed URL, unknown option, bad argument, a result larger than the limit, a box or crop that cannot be made |
 /// | 403 | bad signature, unsigned URL not allowed, source not allowed, private address |
 /// | 404 | the source does not exist |
 /// | 413 | the source has more bytes or pixels than the limits |
@@ -76,6 +76,8 @@ public struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible {
             .tooManyScans:
             return ServiceError(status: 413, error.description)
         case .unrecognizedFormat: return ServiceError(status: 415, error.description)
+        // What the request asked for cannot be made: the request's fault, not the source's.
+        case .invalidThumbnailSize, .invalidCrop: return ServiceError(status: 400, error.description)
         default: return ServiceError(status: 422, error.description)
         }
     }

@@ -174,6 +174,19 @@ struct CommandLineTests {
         }
     }
 
+    @Test(
+        "thumbnail refuses a side outside 1...16384 in one line, instead of making another size",
+        arguments: [["--size", "0"], ["--size", "16385"], ["--width", "20000", "--height", "10"], ["--width", "10", "--height", "0"]])
+    func thumbnailSizeOutOfRange(_ size: [String]) async throws {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("size-\(UUID().uuidString).png").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let result = try await Command.run(
+            ["thumbnail", Command.fixture("images/png-rgb8.png")] + size + ["-o", output])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("between 1 and 16384"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: output))
+    }
+
     @Test("thumbnail refuses an output it cannot write")
     func thumbnailBadOutput() async throws {
         let result = try await Command.run([
