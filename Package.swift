@@ -130,6 +130,7 @@ let package = Package(
             name: "ImageLoaderTests",
             dependencies: [
                 "ImageLoader", "RasterImage", "TestOrigin",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -83,9 +83,11 @@ nonisolated let entryDirectory = NSTemporaryDirectory() + "imageloader-fuzz-\(ge
 
 /// The entry format, straight and through a cache folder that holds the bytes as an entry.
 func fuzzDiskEntry(_ bytes: [UInt8]) {
-    if let (response, body) = EntryFile.decode(bytes) {
-        // A decoded entry re-encodes to what it was read from.
-        if let encoded = try? EntryFile.encode(response, body: body), EntryFile.decode(encoded) == nil {
+    for kind in [EntryFile.Kind.response, .failure] {
+        // A decoded entry re-encodes to the bytes it was read from.
+        if case .valid(let metadata, let body) = EntryFile.decode(bytes, kind: kind),
+            EntryFile.encode(metadata: metadata, body: body, kind: kind) != bytes
+        {
             fatalError("entry does not round-trip")
         }
     }

@@ -4,14 +4,30 @@
 #include <cpuid.h>
 #endif
 
-int cisal_inflate(struct inflate_state *state) {
-    int result = isal_inflate(state);
+static void clear_upper_halves(void) {
 #if defined(__x86_64__) || defined(__i386__)
     if (__builtin_cpu_supports("avx")) {
         __asm__ volatile("vzeroupper" ::: "memory");
     }
 #endif
+}
+
+int cisal_inflate(struct inflate_state *state) {
+    int result = isal_inflate(state);
+    clear_upper_halves();
     return result;
+}
+
+uint32_t cisal_crc32c(const void *bytes, size_t length, uint32_t crc) {
+    const unsigned char *next = (const unsigned char *)bytes;
+    while (length > 0) {
+        size_t piece = length > (1u << 30) ? (1u << 30) : length;
+        crc = crc32_iscsi((unsigned char *)next, (int)piece, crc);
+        next += piece;
+        length -= piece;
+    }
+    clear_upper_halves();
+    return crc;
 }
 
 int cisal_avx_upper_in_use(void) {

@@ -16,6 +16,10 @@ public struct LoadedData: Sendable {
     /// (`max-age` or `Expires`; 0 for `no-cache`, `no-store` or an expired one); `nil`
     /// when it states none. What a service passes on in its own `Cache-Control`.
     public let freshFor: TimeInterval?
+    /// `.fresh`, or how HTTP's rules let stale bytes be used: while they are revalidated
+    /// in the background (stale-while-revalidate), or because the origin failed
+    /// (stale-if-error).
+    public var freshness: LoadedImage.Freshness = .fresh
 
     /// The first value of a header field, by name, any case.
     public func value(_ name: String) -> String? { headers.first(named: name) }
@@ -37,10 +41,14 @@ extension ImageLoader {
     ) async throws(ImageLoadingError) -> RasterImage {
         let label = "bytes"
         _ = try context.acceptedFormat(bytes, declaredContentType: declaredContentType, url: label)
-        let (decoder, options, metrics) = (configuration.decoder, configuration.decodingOptions, context.metrics)
-        return try await mappingErrors(label) {
-            try await context.cpu(label, priority: PriorityHandle(priority)) {
-                try metrics.timingDecode { try decoder.decode(.bytes(bytes), options: options) }
+        let (decoder, options, metrics, context) = (
+            configuration.decoder, configuration.decodingOptions, context.metrics, context
+        )
+        return try await context.operations.run(label) { () async throws(ImageLoadingError) -> RasterImage in
+            try await mappingErrors(label) {
+                try await context.cpu(label, priority: PriorityHandle(priority)) {
+                    try metrics.timingDecode { try decoder.decode(.bytes(bytes), options: options) }
+                }
             }
         }
     }
@@ -59,6 +67,11 @@ extension ImageLoader {
         of bytes: some Collection<UInt8> & Sendable, options: ThumbnailOptions, declaredContentType: String? = nil,
         priority: LoadPriority = .normal
     ) async throws(ImageLoadingError) -> LoadedImage {
+        do {
+            try options.validate()
+        } catch {
+            throw ImageLoadingError(.decoding(error), url: "bytes")
+        }
         // Without a memory cache there is nothing to look up: the bytes are not hashed.
         let name = memoryCache == nil ? "bytes:" : "sha256:" + ImageLoader.digest(of: bytes)
         let url = URL(string: name) ?? URL(fileURLWithPath: "/")
@@ -71,11 +84,15 @@ extension ImageLoader {
         _ = try context.acceptedFormat(bytes, declaredContentType: declaredContentType, url: url.absoluteString)
         let made = product.thumbnailOptions ?? options
         let (decoder, metrics, context) = (configuration.decoder, context.metrics, context)
-        let (image, encoded) = try await mappingErrors(url.absoluteString) {
-            try await context.cpu(url.absoluteString, priority: PriorityHandle(priority)) {
-                let image = try metrics.timingDecode { try decoder.thumbnail(.bytes(bytes), options: made) }
-                metrics.thumbnailMade()
-                return (image, LoadOperation.encoded(image, made))
+        let label = url.absoluteString
+        let (image, encoded) = try await context.operations.run(label) {
+            () async throws(ImageLoadingError) -> (RasterImage, EncodedImage?) in
+            try await mappingErrors(label) {
+                try await context.cpu(label, priority: PriorityHandle(priority)) {
+                    let image = try metrics.timingDecode { try decoder.thumbnail(.bytes(bytes), options: made) }
+                    metrics.thumbnailMade()
+                    return (image, LoadOperation.encoded(image, made))
+                }
             }
         }
         if memoryCache != nil { context.remember(image, encoded: encoded, response: nil, for: key) }
@@ -83,9 +100,14 @@ extension ImageLoader {
     }
 
     /// The original's bytes at `url` with their HTTP metadata, through the disk cache
-    /// and its rules (a fresh entry is served from disk; a stale one is revalidated;
-    /// a new response is stored when it may be), sharing a request in flight with image
-    /// loads of the same URL. The bytes must be of an accepted type; they are not decoded.
+    /// and the same HTTP caching rules as ``image(for:options:)`` (the same entry, too):
+    /// a fresh entry is served from disk; a stale one is revalidated (and served at once
+    /// within stale-while-revalidate, the revalidation going on in the background);
+    /// when the origin fails, a stored entry within stale-if-error is served
+    /// (``LoadedData/freshness`` says so); failures are remembered; a new response is
+    /// stored when it may be, and replaces or removes the old entry. A request in
+    /// flight for the same URL is shared with image loads. The bytes must be of an
+    /// accepted type; they are not decoded.
     ///
     /// ```swift
     /// let original = try await loader.data(for: url)
@@ -94,12 +116,16 @@ extension ImageLoader {
     public func data(for url: URL, options: LoadOptions = LoadOptions()) async throws(ImageLoadingError) -> LoadedData {
         let url = url.droppingFragment
         let operation = DataOperation(url: url, options: options, context: context)
-        guard let deadline = options.deadline else { return try await mappingErrors(url.absoluteString, operation.run) }
-        return try await mappingErrors(url.absoluteString) {
-            guard let data = try await untilDeadline(deadline, operation.run) else {
-                throw ImageLoadingError(.timeout, url: url.absoluteString)
+        return try await context.operations.run(url.absoluteString) { () async throws(ImageLoadingError) -> LoadedData in
+            guard let deadline = options.deadline else {
+                return try await mappingErrors(url.absoluteString, operation.run)
             }
-            return data
+            return try await mappingErrors(url.absoluteString) {
+                guard let data = try await untilDeadline(deadline, operation.run) else {
+                    throw ImageLoadingError(.timeout, url: url.absoluteString)
+                }
+                return data
+            }
         }
     }
 
@@ -143,90 +169,5 @@ func mappingErrors<T>(_ url: String, _ body: () async throws -> T) async throws(
         throw ImageLoadingError(.cancelled, url: url)
     } catch {
         throw ImageLoadingError(.network(String(describing: error)), url: url)
-    }
-}
-
-/// ``ImageLoader/data(for:options:)``: the original's entry on disk, revalidated or
-/// fetched through the download stage when it cannot be used as it is.
-struct DataOperation: Sendable {
-    let url: URL
-    let options: LoadOptions
-    let context: PipelineContext
-
-    private var urlText: String { url.absoluteString }
-    private var policy: HTTPCachePolicy { context.policy }
-    private var storageName: String { CacheKey(url: url, product: .original).storageName }
-
-    func run() async throws -> LoadedData {
-        guard url.scheme == "http" || url.scheme == "https", url.host != nil else {
-            throw ImageLoadingError(.unsupportedURL, url: urlText)
-        }
-        let requestHeaders = context.requestHeaders + options.headers
-        var cached: (response: StoredResponse, body: [UInt8])?
-        if options.cachePolicy != .reload, let disk = context.diskCache {
-            let name = storageName
-            cached = try await context.blocking(urlText) { disk.response(for: name) }
-            if let entry = cached, !policy.matchesVary(entry.response, requestHeaders: requestHeaders) { cached = nil }
-        }
-        if let cached {
-            let evaluation = policy.evaluate(cached.response, now: context.now)
-            let usable = options.cachePolicy == .useCache ? evaluation.isFresh : evaluation.isImmutable
-            if usable {
-                context.metrics.diskHit()
-                return try loaded(cached.body, cached.response, .disk)
-            }
-        }
-        context.metrics.miss()
-        var headers = requestHeaders
-        if let cached { headers += policy.conditionalHeaders(for: cached.response) }
-        let response = try await context.download(
-            DataRequest(url: url, headers: headers), product: nil, priority: PriorityHandle(options.priority)
-        ) { _, _ in }.value
-        let disk = context.diskCache
-        if response.status == 304, let cached, policy.notModified(response.headers, matches: cached.response) {
-            let updated = policy.updating(
-                cached.response, with: response.headers, requestTime: response.requestTime,
-                responseTime: response.responseTime)
-            context.metrics.notModified()
-            if let disk { try await context.blocking(urlText) { try? disk.update(updated) } }
-            return try loaded(cached.body, updated, .networkNotModified)
-        }
-        guard response.status == 200 else { throw ImageLoadingError(.httpStatus(response.status), url: urlText) }
-        let format = try context.acceptedFormat(
-            response.body, declaredContentType: response.value("Content-Type"), url: urlText)
-        var stored = StoredResponse(
-            url: storageName, status: 200, headers: response.headers, requestTime: response.requestTime,
-            responseTime: response.responseTime)
-        stored.varyingRequestHeaders = policy.varyingRequestHeaders(for: stored, requestHeaders: headers)
-        var source = LoadedImage.Source.network
-        if let disk, policy.isStorable(stored) {
-            let (entry, body) = (stored, response.body)
-            source =
-                try await context.blocking(urlText) { (try? disk.store(entry, body: body)) != nil }
-                ? .networkToDisk : .network
-        }
-        return LoadedData(
-            bytes: response.body, format: format, headers: response.headers, source: source, url: url,
-            freshFor: freshFor(stored))
-    }
-
-    private func loaded(_ bytes: [UInt8], _ response: StoredResponse, _ source: LoadedImage.Source) throws
-        -> LoadedData
-    {
-        let format = try context.acceptedFormat(
-            bytes, declaredContentType: response.value("Content-Type"), url: urlText)
-        return LoadedData(
-            bytes: bytes, format: format, headers: response.headers, source: source, url: url,
-            freshFor: freshFor(response))
-    }
-
-    /// The explicit freshness left: the lifetime `max-age` or `Expires` states, less the
-    /// response's current age; `nil` when neither is there (a heuristic is not passed on).
-    private func freshFor(_ response: StoredResponse) -> TimeInterval? {
-        let control = response.cacheControl
-        if control.noCache || control.noStore { return 0 }
-        guard control.maxAge != nil || response.value("Expires") != nil else { return nil }
-        let evaluation = policy.evaluate(response, now: context.now)
-        return max(0, evaluation.lifetime - evaluation.age)
     }
 }

@@ -45,7 +45,9 @@ public final class ImageLoader: Sendable {
         self.configuration = configuration
         decodingLimits = configuration.decodingOptions.limits
         diskCache = try configuration.cacheDirectory.map {
-            try DiskCache(directory: $0, maxBytes: configuration.diskCacheMaxBytes, clock: configuration.clock)
+            try DiskCache(
+                directory: $0, maxBytes: configuration.diskCacheMaxBytes, clock: configuration.clock,
+                logger: configuration.logger)
         }
         memoryCache =
             configuration.cacheImagesInMemory
@@ -64,6 +66,8 @@ public final class ImageLoader: Sendable {
             configuration: configuration, diskCache: diskCache, memoryCache: memoryCache, dataLoader: dataLoader,
             workers: workers)
         pipeline = ImagePipeline(metrics: context.metrics)
+        let metrics = context.metrics
+        diskCache?.corruptionObserver.withLock { $0 = { metrics.corruptEntry() } }
     }
 
     /// The events of loading `url`, as they happen (see ``ImageLoadEvent`` for which
@@ -143,6 +147,12 @@ public final class ImageLoader: Sendable {
     }
 
     private func stream(_ url: URL, product: ImageProduct, options: LoadOptions) -> AsyncStream<ImageLoadEvent> {
+        if let invalid = invalidProduct(url, product) {
+            return AsyncStream { continuation in
+                continuation.yield(.failed(invalid))
+                continuation.finish()
+            }
+        }
         if let hit = memoryHit(url.droppingFragment, product, options) {
             return AsyncStream { continuation in
                 continuation.yield(.cached(hit))
@@ -188,6 +198,7 @@ public final class ImageLoader: Sendable {
         -> LoadedImage
     {
         let url = url.droppingFragment
+        if let invalid = invalidProduct(url, product) { throw invalid }
         if let hit = memoryHit(url, product, options) { return hit }
         var failure: ImageLoadingError?
         for await event in stream(url, product: product, options: options) {
@@ -196,6 +207,17 @@ public final class ImageLoader: Sendable {
         }
         if Task.isCancelled { throw ImageLoadingError(.cancelled, url: url.absoluteString) }
         throw failure ?? ImageLoadingError(.cancelled, url: url.absoluteString)
+    }
+
+    /// Why `product` cannot be made at all (a thumbnail box outside `1...maxSide`):
+    /// refused before any request, and never remembered as the URL's failure.
+    private func invalidProduct(_ url: URL, _ product: ImageProduct) -> ImageLoadingError? {
+        do throws(ImageDecodingError) {
+            try product.thumbnailOptions?.validate()
+            return nil
+        } catch {
+            return ImageLoadingError(.decoding(error), url: url.droppingFragment.absoluteString)
+        }
     }
 
     /// The image in the memory cache for `url`, if there is one, without waiting:
@@ -218,7 +240,7 @@ public final class ImageLoader: Sendable {
     /// ```
     public func prefetch(_ urls: [URL], product: ImageProduct = .original) {
         let options = LoadOptions(priority: .veryLow)
-        for url in urls {
+        for url in urls where invalidProduct(url, product) == nil {
             let key = productKey(url, product, options)
             if context.freshInMemory(key.cache.storageName) != nil { continue }
             pipeline.prefetch(key: key, work: work(key, options))
@@ -248,11 +270,14 @@ public final class ImageLoader: Sendable {
     /// Waits until every load in flight has finished, background revalidations included.
     public func waitForBackgroundWork() async {
         for task in pipeline.runningTasks { await task.value }
+        await context.operations.waitUntilIdle()
     }
 
-    /// Finishes the loads in flight, then releases the HTTP client and the worker
-    /// threads and saves the disk cache's index. The loader cannot be used afterwards;
-    /// calling this again does nothing.
+    /// Finishes the work in flight (loads, background revalidations and prefetches,
+    /// and calls of ``data(for:options:)``, ``decode(_:declaredContentType:priority:)``
+    /// and ``thumbnail(of:options:declaredContentType:priority:)``), then saves the
+    /// disk cache's index and releases the HTTP client and the worker threads. Work
+    /// asked for afterwards fails with `.shutDown`; calling this again does nothing.
     public func shutdown() async throws {
         guard
             isShutDown.withLock({ state in
@@ -261,6 +286,7 @@ public final class ImageLoader: Sendable {
             })
         else { return }
         for task in pipeline.shutdown() { await task.value }
+        await context.operations.closeAndWait()
         diskCache?.flush()
         try await runEvery([{ try await self.dataLoader.shutdown() }, { try await self.workers.shutdown() }])
     }

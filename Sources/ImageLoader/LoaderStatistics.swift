@@ -28,6 +28,9 @@ public struct LoaderStatistics: Sendable, Hashable {
     public var thumbnailsMade = 0
     /// Callers that joined a load already under way instead of starting their own.
     public var coalesced = 0
+    /// Disk-cache entries found damaged and removed (their checksums no longer matched,
+    /// or a stored body no longer decoded): each was fetched again instead.
+    public var corruptCacheEntries = 0
 }
 
 /// Counts as the loader works; thread safe.
@@ -43,6 +46,7 @@ final class LoaderMetrics: Sendable {
     private let decodeTimer = Timer(label: "imageloader_decode_duration")
     private let thumbnailCounter = Counter(label: "imageloader_thumbnails_total")
     private let coalescedCounter = Counter(label: "imageloader_coalesced_total")
+    private let corruptCounter = Counter(label: "imageloader_cache_corrupt_total")
 
     var snapshot: LoaderStatistics { values.withLock { $0 } }
 
@@ -101,6 +105,11 @@ final class LoaderMetrics: Sendable {
     func thumbnailMade() {
         values.withLock { $0.thumbnailsMade += 1 }
         thumbnailCounter.increment()
+    }
+
+    func corruptEntry() {
+        values.withLock { $0.corruptCacheEntries += 1 }
+        corruptCounter.increment()
     }
 
     func coalesced() {

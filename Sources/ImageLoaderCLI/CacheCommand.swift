@@ -7,13 +7,17 @@ struct CacheCommand: ParsableCommand {
         commandName: "cache",
         abstract: "Look at or clean the disk cache.",
         discussion: """
-            stats prints the number of entries and bytes. clear removes entries older than \
-            --older-than (by modification or creation date). purge removes everything.
+            stats prints the number of entries and bytes, and how many damaged entries (whose \
+            checksums no longer matched) were found and removed since the folder was made. verify \
+            reads every entry, checks its checksums and removes those that are damaged. clear \
+            removes entries older than --older-than (by modification or creation date). purge \
+            removes everything.
             """
     )
 
     enum Action: String, ExpressibleByArgument, CaseIterable {
         case stats
+        case verify
         case clear
         case purge
     }
@@ -23,7 +27,7 @@ struct CacheCommand: ParsableCommand {
         case created
     }
 
-    @Argument(help: "stats, clear or purge.")
+    @Argument(help: "stats, verify, clear or purge.")
     var action: Action
 
     @Option(help: "The disk cache's folder (default: $XDG_CACHE_HOME/imageloader or ~/.cache/imageloader).")
@@ -65,7 +69,11 @@ struct CacheCommand: ParsableCommand {
             Terminal.printJSON([
                 "directory": .string(cache.directory), "entries": .int(stats.entries),
                 "failures": .int(stats.failures), "bytes": .int(stats.bytes), "maxBytes": .int(stats.maxBytes),
+                "corruptEntriesRemoved": .int(stats.corruptEntriesRemoved),
             ])
+        case .verify:
+            let (checked, removed) = cache.verifyAll()
+            Terminal.printJSON(["checked": .int(checked), "removed": .int(removed)])
         case .clear:
             let removed = cache.removeEntries(
                 olderThan: CacheCommand.seconds(olderThan!)!, by: by == .modified ? .modified : .created)

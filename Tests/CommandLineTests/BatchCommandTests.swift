@@ -3,6 +3,8 @@ import RasterImage
 import TestOrigin
 import Testing
 
+@testable import ImageLoader
+
 @Suite("imageloader batch, demo and cache")
 struct BatchCommandTests {
     static let png = ("Content-Type", "image/png")
@@ -95,6 +97,37 @@ struct BatchCommandTests {
             #expect(empty.stdout.contains("\"entries\":0"))
             let bad = try await Command.run(["cache", "clear", "--cache-dir", cache])
             #expect(bad.status != 0)
+        }
+    }
+
+    @Test("cache verify removes a damaged entry; stats count it; the next load fetches it again")
+    func cacheVerify() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        try await Command.withTemporaryDirectory { directory in
+            origin.serve("/v.png", .init(headers: [Self.png, ("Cache-Control", "max-age=600")], body: TestAssets.png))
+            origin.serve("/w.png", .init(headers: [Self.png, ("Cache-Control", "max-age=600")], body: TestAssets.png))
+            let cache = directory.appendingPathComponent("cache").path
+            for path in ["/v.png", "/w.png"] {
+                _ = try await Command.run(["load", origin.url(path).absoluteString, "--cache-dir", cache])
+            }
+            // One bit of one entry's body flips on disk.
+            let file = cache + "/entries/" + DiskCache.hash(of: origin.url("/v.png").absoluteString) + ".response"
+            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: file)))
+            bytes[bytes.count - 10] ^= 0x04
+            try Data(bytes).write(to: URL(fileURLWithPath: file))
+
+            let verify = try await Command.run(["cache", "verify", "--cache-dir", cache])
+            #expect(verify.status == 0, "\(verify.stderr)")
+            let report = try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as! [String: Any]
+            #expect(report["checked"] as? Int == 2 && report["removed"] as? Int == 1)
+            let stats = try await Command.run(["cache", "stats", "--cache-dir", cache])
+            let json = try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as! [String: Any]
+            #expect(json["entries"] as? Int == 1)
+            #expect(json["corruptEntriesRemoved"] as? Int == 1)
+            let again = try await Command.run(["load", origin.url("/v.png").absoluteString, "--cache-dir", cache])
+            #expect(again.status == 0 && again.stdout.contains("networkToDisk"), "\(again.stdout)")
+            #expect(origin.count("/v.png") == 2 && origin.count("/w.png") == 1)
         }
     }
 

@@ -240,6 +240,67 @@ struct ServeCommandTests {
         }
     }
 
+    @Test("a stored source within stale-if-error is served while its origin fails, after a restart too")
+    func staleSourceWhileOriginFails() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        let photo = TestAssets.bytes("jpeg-800x600.jpg")
+        origin.route("/s.jpg") { _, count in
+            count == 1
+                ? .init(
+                    headers: [Self.jpeg, ("ETag", "\"s\""), ("Cache-Control", "max-age=0, stale-if-error=600")],
+                    body: photo)
+                : .init(status: 503)
+        }
+        try await Command.withTemporaryDirectory { directory in
+            let arguments = ["--allow-unsigned", "--allow-private-networks", "--cache-dir", directory.path]
+            let source = origin.url("/s.jpg").absoluteString
+            try await serving(arguments) { server in
+                #expect(try await server.get("/insecure/w:80/plain/" + source).status == 200)
+                // Another size: no stored result, so the (stale) source is asked for again.
+                let stale = try await server.get("/insecure/w:60/plain/" + source)
+                #expect(stale.status == 200, "\(stale.status) \(stale.text)")
+                #expect(try decoded(stale).width == 60)
+                #expect(origin.count("/s.jpg") == 2)
+                #expect(origin.requests("/s.jpg")[1].header("If-None-Match") == "\"s\"")
+            }
+            try await serving(arguments) { server in
+                let restarted = try await server.get("/insecure/w:40/plain/" + source)
+                #expect(restarted.status == 200, "\(restarted.status) \(restarted.text)")
+                #expect(origin.count("/s.jpg") == 3)
+            }
+        }
+    }
+
+    @Test("a 304 naming another entity tag is not trusted: the source is fetched again, unconditionally")
+    func mismatchedNotModifiedSource() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        let photo = TestAssets.bytes("jpeg-800x600.jpg")
+        let png = TestAssets.png
+        origin.route("/t.jpg") { _, count in
+            switch count {
+            case 1: .init(headers: [Self.jpeg, ("ETag", "\"one\""), ("Cache-Control", "max-age=0")], body: photo)
+            case 2: .init(status: 304, headers: [("ETag", "\"two\"")])
+            default: .init(headers: [("Content-Type", "image/png"), ("ETag", "\"two\"")], body: png)
+            }
+        }
+        try await Command.withTemporaryDirectory { directory in
+            try await serving(["--allow-unsigned", "--allow-private-networks", "--cache-dir", directory.path]) {
+                server in
+                let source = origin.url("/t.jpg").absoluteString
+                #expect(try await server.get("/insecure/w:80/plain/" + source).status == 200)
+                let again = try await server.get("/insecure/w:30/plain/" + source)
+                #expect(again.status == 200, "\(again.status) \(again.text)")
+                // The new representation (the 48x32 PNG: 30x20), not the stored 800x600 JPEG (30x23).
+                let image = try decoded(again)
+                #expect(image.width == 30 && image.height == 20)
+                #expect(origin.count("/t.jpg") == 3)
+                #expect(origin.requests("/t.jpg")[2].header("If-None-Match") == nil)
+            }
+        }
+    }
+
     @Test("each failure answers with its status, a short text and no-store; a missing source may be cached briefly")
     func errors() async throws {
         let origin = try await TestOrigin.start()

@@ -114,7 +114,9 @@ struct DiskCacheTests {
         #expect(cache.statistics.entries == 0)
         try cache.store(response("https://x/again", clock: clock), body: [4])
         cache.removeAll()
-        #expect(cache.statistics == DiskCache.Statistics(entries: 0, failures: 0, bytes: 0, maxBytes: cache.maxBytes))
+        #expect(
+            cache.statistics
+                == DiskCache.Statistics(entries: 0, failures: 0, bytes: 0, maxBytes: cache.maxBytes, corruptEntriesRemoved: 0))
         #expect((try FileManager.default.contentsOfDirectory(atPath: harness.directory + "/entries")).isEmpty)
     }
 

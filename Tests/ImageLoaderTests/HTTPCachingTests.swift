@@ -1,50 +1,52 @@
 import Foundation
-import ImageLoader
 import RasterImage
 import TestOrigin
 import Testing
 
+@testable import ImageLoader
+
 /// RFC 9111 (private cache), RFC 5861 and RFC 8246 against a real origin: every rule
 /// is checked by how many requests reached the origin and which conditional headers
-/// they carried.
+/// they carried, through both paths a URL's bytes take through the cache: an image
+/// load (``ImageLoader/image(for:options:)``) and the bytes themselves
+/// (``ImageLoader/data(for:options:)``, what the service fetches its sources with).
+/// Where an image load's events say more, they are checked too.
 @Suite("HTTP caching rules")
 struct HTTPCachingTests {
-    @Test("max-age: fresh images come from memory, then from disk after a restart, with no request")
-    func maxAge() async throws {
+    static let png = ("Content-Type", "image/png")
+
+    @Test("max-age: fresh responses come from the cache, from disk after a restart, with no request", arguments: CachePath.allCases)
+    func maxAge(_ path: CachePath) async throws {
         try await withOrigin { origin, harness in
             origin.serve(
                 "/a.png",
-                .init(headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=100")], body: TestImages.png))
+                .init(headers: [Self.png, ("Cache-Control", "max-age=100")], body: TestImages.png))
             let loader = try harness.loader()
-            #expect(
-                await loader.allEvents(for: origin.url("/a.png")).moments == [
-                    .sending(hadCache: false), .completed(.networkToDisk),
-                ])
+            #expect(try await path.fetch(loader, origin.url("/a.png")).source == .networkToDisk)
             harness.clock.advance(by: 50)
-            #expect(await loader.allEvents(for: origin.url("/a.png")).moments == [.cached(.memory)])
+            #expect(try await path.fetch(loader, origin.url("/a.png")).tier == .cache)
+            if path == .image {
+                #expect(await loader.allEvents(for: origin.url("/a.png")).moments == [.cached(.memory)])
+            }
             try await loader.shutdown()
 
             // A new loader on the same folder: the disk entry survived.
             let restarted = try harness.loader()
-            let loaded = try await restarted.image(for: origin.url("/a.png"))
+            let loaded = try await path.fetch(restarted, origin.url("/a.png"))
             #expect(loaded.source == .disk)
-            #expect(loaded.image.width == 48)
+            #expect(loaded.matches(TestImages.png))
             #expect(origin.count("/a.png") == 1)
 
             // Past max-age: revalidated.
             harness.clock.advance(by: 60)
-            _ = try await restarted.image(for: origin.url("/a.png"))
+            _ = try await path.fetch(restarted, origin.url("/a.png"))
             #expect(origin.count("/a.png") == 2)
             try await restarted.shutdown()
         }
     }
-}
 
-extension HTTPCachingTests {
-    static let png = ("Content-Type", "image/png")
-
-    @Test("Expires minus Date gives the lifetime when there is no max-age")
-    func expires() async throws {
+    @Test("Expires minus Date gives the lifetime when there is no max-age", arguments: CachePath.allCases)
+    func expires(_ path: CachePath) async throws {
         try await withOrigin { origin, harness in
             let clock = harness.clock
             origin.route("/e.png") { _, _ in
@@ -53,21 +55,25 @@ extension HTTPCachingTests {
                     body: TestImages.png)
             }
             let loader = try harness.loader { $0.cacheImagesInMemory = false }
-            _ = try await loader.image(for: origin.url("/e.png"))
+            _ = try await path.fetch(loader, origin.url("/e.png"))
             clock.advance(by: 99)
-            #expect(try await loader.image(for: origin.url("/e.png")).source == .disk)
+            #expect(try await path.fetch(loader, origin.url("/e.png")).source == .disk)
             clock.advance(by: 2)
-            #expect(
-                await loader.allEvents(for: origin.url("/e.png")).moments == [
-                    .cached(.disk, .needsRevalidation), .sending(hadCache: true), .completed(.networkToDisk),
-                ])
+            if path == .image {
+                #expect(
+                    await loader.allEvents(for: origin.url("/e.png")).moments == [
+                        .cached(.disk, .needsRevalidation), .sending(hadCache: true), .completed(.networkToDisk),
+                    ])
+            } else {
+                #expect(try await path.fetch(loader, origin.url("/e.png")).source == .networkToDisk)
+            }
             #expect(origin.count("/e.png") == 2)
             try await loader.shutdown()
         }
     }
 
-    @Test("an invalid Expires means already stale")
-    func invalidExpires() async throws {
+    @Test("an invalid Expires means already stale", arguments: CachePath.allCases)
+    func invalidExpires(_ path: CachePath) async throws {
         try await withOrigin { origin, harness in
             origin.serve(
                 "/x.png",
@@ -76,15 +82,17 @@ extension HTTPCachingTests {
                         Self.png, ("Expires", "0"), ("Last-Modified", HTTPDates.format(Date(timeIntervalSince1970: 0))),
                     ], body: TestImages.png))
             let loader = try harness.loader()
-            _ = try await loader.image(for: origin.url("/x.png"))
-            _ = try await loader.image(for: origin.url("/x.png"))
+            _ = try await path.fetch(loader, origin.url("/x.png"))
+            _ = try await path.fetch(loader, origin.url("/x.png"))
             #expect(origin.count("/x.png") == 2)
             try await loader.shutdown()
         }
     }
 
-    @Test("without explicit freshness, 10% of the time since Last-Modified, and nothing without Last-Modified")
-    func heuristic() async throws {
+    @Test(
+        "without explicit freshness, 10% of the time since Last-Modified, and nothing without Last-Modified",
+        arguments: CachePath.allCases)
+    func heuristic(_ path: CachePath) async throws {
         try await withOrigin { origin, harness in
             let clock = harness.clock
             origin.route("/h.png") { _, _ in
@@ -94,22 +102,22 @@ extension HTTPCachingTests {
             }
             origin.serve("/none.png", .init(headers: [Self.png], body: TestImages.png))
             let loader = try harness.loader()
-            _ = try await loader.image(for: origin.url("/h.png"))
+            _ = try await path.fetch(loader, origin.url("/h.png"))
             clock.advance(by: 3500)  // under an hour: fresh
-            #expect(try await loader.image(for: origin.url("/h.png")).source == .memory)
+            #expect(try await path.fetch(loader, origin.url("/h.png")).tier == .cache)
             clock.advance(by: 200)  // past an hour: stale
-            _ = try await loader.image(for: origin.url("/h.png"))
+            _ = try await path.fetch(loader, origin.url("/h.png"))
             #expect(origin.count("/h.png") == 2)
 
-            _ = try await loader.image(for: origin.url("/none.png"))
-            _ = try await loader.image(for: origin.url("/none.png"))
+            _ = try await path.fetch(loader, origin.url("/none.png"))
+            _ = try await path.fetch(loader, origin.url("/none.png"))
             #expect(origin.count("/none.png") == 2)
             try await loader.shutdown()
         }
     }
 
-    @Test("the Age header and the apparent age count against max-age")
-    func age() async throws {
+    @Test("the Age header and the apparent age count against max-age", arguments: CachePath.allCases)
+    func age(_ path: CachePath) async throws {
         try await withOrigin { origin, harness in
             let clock = harness.clock
             origin.serve(
@@ -121,34 +129,28 @@ extension HTTPCachingTests {
                     body: TestImages.png)
             }
             let loader = try harness.loader()
-            _ = try await loader.image(for: origin.url("/age.png"))
-            _ = try await loader.image(for: origin.url("/apparent.png"))
+            _ = try await path.fetch(loader, origin.url("/age.png"))
+            _ = try await path.fetch(loader, origin.url("/apparent.png"))
             clock.advance(by: 5)
-            #expect(try await loader.image(for: origin.url("/age.png")).source == .memory)
-            #expect(try await loader.image(for: origin.url("/apparent.png")).source == .memory)
+            #expect(try await path.fetch(loader, origin.url("/age.png")).tier == .cache)
+            #expect(try await path.fetch(loader, origin.url("/apparent.png")).tier == .cache)
             clock.advance(by: 30)  // 90 + 35 > 100 and 70 + 35 > 100
-            _ = try await loader.image(for: origin.url("/age.png"))
-            _ = try await loader.image(for: origin.url("/apparent.png"))
+            _ = try await path.fetch(loader, origin.url("/age.png"))
+            _ = try await path.fetch(loader, origin.url("/apparent.png"))
             #expect(origin.count("/age.png") == 2)
             #expect(origin.count("/apparent.png") == 2)
             try await loader.shutdown()
         }
     }
 
-    @Test("no-store is never written, to disk or to memory")
-    func noStore() async throws {
+    @Test("no-store is never written, to disk or to memory", arguments: CachePath.allCases)
+    func noStore(_ path: CachePath) async throws {
         try await withOrigin { origin, harness in
             origin.serve(
                 "/n.png", .init(headers: [Self.png, ("Cache-Control", "no-store, max-age=100")], body: TestImages.png))
             let loader = try harness.loader()
-            #expect(
-                await loader.allEvents(for: origin.url("/n.png")).moments == [
-                    .sending(hadCache: false), .completed(.network),
-                ])
-            #expect(
-                await loader.allEvents(for: origin.url("/n.png")).moments == [
-                    .sending(hadCache: false), .completed(.network),
-                ])
+            #expect(try await path.fetch(loader, origin.url("/n.png")).source == .network)
+            #expect(try await path.fetch(loader, origin.url("/n.png")).source == .network)
             #expect(origin.count("/n.png") == 2)
             #expect(loader.diskCache?.statistics.entries == 0)
             #expect(loader.peek(origin.url("/n.png")) == nil)
@@ -156,8 +158,31 @@ extension HTTPCachingTests {
         }
     }
 
-    @Test("no-cache is stored but always revalidated, with the exact validators")
-    func noCache() async throws {
+    @Test("a response that may not be stored replaces nothing: the old entry is removed", arguments: CachePath.allCases)
+    func notStorableRemovesEntry(_ path: CachePath) async throws {
+        try await withOrigin { origin, harness in
+            origin.route("/ns.png") { _, count in
+                count == 1
+                    ? .init(headers: [Self.png, ("Cache-Control", "max-age=10")], body: TestImages.png)
+                    : .init(headers: [Self.png, ("Cache-Control", "no-store")], body: TestImages.otherPNG)
+            }
+            let loader = try harness.loader()
+            _ = try await path.fetch(loader, origin.url("/ns.png"))
+            #expect(loader.diskCache?.statistics.entries == 1)
+            harness.clock.advance(by: 20)
+            let second = try await path.fetch(loader, origin.url("/ns.png"))
+            #expect(second.source == .network && second.matches(TestImages.otherPNG))
+            #expect(loader.diskCache?.statistics.entries == 0)
+            #expect(loader.peek(origin.url("/ns.png")) == nil)
+            // Nothing stale is left to serve: the next load asks again.
+            _ = try await path.fetch(loader, origin.url("/ns.png"))
+            #expect(origin.count("/ns.png") == 3)
+            try await loader.shutdown()
+        }
+    }
+
+    @Test("no-cache is stored but always revalidated, with the exact validators", arguments: CachePath.allCases)
+    func noCache(_ path: CachePath) async throws {
         try await withOrigin { origin, harness in
             let lastModified = "Tue, 15 Nov 1994 12:45:26 GMT"
             origin.route("/c.png") { request, count in
@@ -172,11 +197,16 @@ extension HTTPCachingTests {
                     body: TestImages.png)
             }
             let loader = try harness.loader()
-            _ = try await loader.image(for: origin.url("/c.png"))
-            #expect(
-                await loader.allEvents(for: origin.url("/c.png")).moments == [
-                    .cached(.memory, .needsRevalidation), .sending(hadCache: true), .completed(.networkNotModified),
-                ])
+            _ = try await path.fetch(loader, origin.url("/c.png"))
+            if path == .image {
+                #expect(
+                    await loader.allEvents(for: origin.url("/c.png")).moments == [
+                        .cached(.memory, .needsRevalidation), .sending(hadCache: true), .completed(.networkNotModified),
+                    ])
+            } else {
+                let again = try await path.fetch(loader, origin.url("/c.png"))
+                #expect(again.source == .networkNotModified && again.matches(TestImages.png))
+            }
             let second = origin.requests("/c.png")[1]
             #expect(second.header("If-None-Match") == "W/\"v1\"")  // the weak tag kept as it was
             #expect(second.header("If-Modified-Since") == lastModified)  // the stored value, unchanged
@@ -185,8 +215,8 @@ extension HTTPCachingTests {
         }
     }
 
-    @Test("must-revalidate never serves stale, not even when the origin fails")
-    func mustRevalidate() async throws {
+    @Test("must-revalidate never serves stale, not even when the origin fails", arguments: CachePath.allCases)
+    func mustRevalidate(_ path: CachePath) async throws {
         try await withOrigin { origin, harness in
             origin.route("/m.png") { _, count in
                 count == 1
@@ -201,19 +231,23 @@ extension HTTPCachingTests {
                     : .init(status: 503)
             }
             let loader = try harness.loader()
-            _ = try await loader.image(for: origin.url("/m.png"))
+            _ = try await path.fetch(loader, origin.url("/m.png"))
             harness.clock.advance(by: 20)
-            #expect(
-                await loader.allEvents(for: origin.url("/m.png")).moments == [
-                    .cached(.memory, .needsRevalidation), .sending(hadCache: true), .failed(.httpStatus(503)),
-                ])
-            await #expect(throws: ImageLoadingError.self) { try await loader.image(for: origin.url("/m.png")) }
+            if path == .image {
+                #expect(
+                    await loader.allEvents(for: origin.url("/m.png")).moments == [
+                        .cached(.memory, .needsRevalidation), .sending(hadCache: true), .failed(.httpStatus(503)),
+                    ])
+            }
+            await #expect(throws: ImageLoadingError(.httpStatus(503), url: origin.url("/m.png").absoluteString)) {
+                try await path.fetch(loader, origin.url("/m.png"))
+            }
             try await loader.shutdown()
         }
     }
 
-    @Test("Vary: a stored response answers only requests with the same header values; Vary: * never")
-    func vary() async throws {
+    @Test("Vary: a stored response answers only requests with the same header values; Vary: * never", arguments: CachePath.allCases)
+    func vary(_ path: CachePath) async throws {
         try await withOrigin { origin, harness in
             origin.route("/v.png") { request, _ in
                 .init(
@@ -224,29 +258,29 @@ extension HTTPCachingTests {
                 "/star.png",
                 .init(headers: [Self.png, ("Cache-Control", "max-age=1000"), ("Vary", "*")], body: TestImages.png))
             let a = try harness.loader { $0.requestHeaders = [HeaderField("X-Variant", "a")] }
-            _ = try await a.image(for: origin.url("/v.png"))
+            _ = try await path.fetch(a, origin.url("/v.png"))
             try await a.shutdown()
 
             let alsoA = try harness.loader { $0.requestHeaders = [HeaderField("X-Variant", "a")] }
-            #expect(try await alsoA.image(for: origin.url("/v.png")).source == .disk)
+            #expect(try await path.fetch(alsoA, origin.url("/v.png")).source == .disk)
             try await alsoA.shutdown()
             #expect(origin.count("/v.png") == 1)
 
             let b = try harness.loader { $0.requestHeaders = [HeaderField("X-Variant", "b")] }
-            let other = try await b.image(for: origin.url("/v.png"))
+            let other = try await path.fetch(b, origin.url("/v.png"))
             #expect(other.source == .networkToDisk)
-            #expect(other.image.hasAlpha == false)  // png-rgb8, not png-rgba8
+            #expect(other.matches(TestImages.otherPNG))
             #expect(origin.requests("/v.png")[1].header("If-None-Match") == nil)
 
-            _ = try await b.image(for: origin.url("/star.png"))
-            _ = try await b.image(for: origin.url("/star.png"))
+            _ = try await path.fetch(b, origin.url("/star.png"))
+            _ = try await path.fetch(b, origin.url("/star.png"))
             #expect(origin.count("/star.png") == 2)
             try await b.shutdown()
         }
     }
 
-    @Test("a 304 updates the stored headers (not Content-Length) and starts the age again")
-    func notModifiedUpdates() async throws {
+    @Test("a 304 updates the stored headers (not Content-Length) and starts the age again", arguments: CachePath.allCases)
+    func notModifiedUpdates(_ path: CachePath) async throws {
         try await withOrigin { origin, harness in
             origin.route("/u.png") { request, count in
                 if count == 1 {
@@ -263,17 +297,18 @@ extension HTTPCachingTests {
                     ])
             }
             let loader = try harness.loader()
-            _ = try await loader.image(for: origin.url("/u.png"))
+            _ = try await path.fetch(loader, origin.url("/u.png"))
             harness.clock.advance(by: 20)
-            #expect(try await loader.image(for: origin.url("/u.png")).source == .networkNotModified)
+            let revalidated = try await path.fetch(loader, origin.url("/u.png"))
+            #expect(revalidated.source == .networkNotModified && revalidated.matches(TestImages.png))
             harness.clock.advance(by: 90)  // 90 < the new max-age=100, counted from the 304
-            #expect(try await loader.image(for: origin.url("/u.png")).source == .memory)
+            #expect(try await path.fetch(loader, origin.url("/u.png")).tier == .cache)
             #expect(origin.count("/u.png") == 2)
             try await loader.shutdown()
 
             // What is on disk: the new headers, the original length.
             let restarted = try harness.loader()
-            #expect(try await restarted.image(for: origin.url("/u.png")).source == .disk)
+            #expect(try await path.fetch(restarted, origin.url("/u.png")).source == .disk)
             let stored = try #require(restarted.diskCache?.storedResponse(for: origin.url("/u.png").absoluteString))
             #expect(stored.value("X-Version") == "2")
             #expect(stored.value("Content-Length") == String(TestImages.png.count))
@@ -281,9 +316,12 @@ extension HTTPCachingTests {
         }
     }
 
-    @Test("stale-while-revalidate serves the stale image at once and revalidates in the background")
-    func staleWhileRevalidate() async throws {
+    @Test(
+        "stale-while-revalidate serves the stale response at once and revalidates in the background",
+        arguments: CachePath.allCases)
+    func staleWhileRevalidate(_ path: CachePath) async throws {
         try await withOrigin { origin, harness in
+            let answer = Gate()
             origin.route("/swr.png") { request, count in
                 count == 1
                     ? .init(
@@ -293,32 +331,43 @@ extension HTTPCachingTests {
                     : .init(
                         status: request.header("If-None-Match") == "\"s\"" ? 304 : 500,
                         headers: [("Cache-Control", "max-age=10, stale-while-revalidate=100"), ("ETag", "\"s\"")],
-                        delay: 0.3)
+                        gate: answer)
             }
             let loader = try harness.loader()
-            _ = try await loader.image(for: origin.url("/swr.png"))
+            _ = try await path.fetch(loader, origin.url("/swr.png"))
             harness.clock.advance(by: 50)
-            let stale = try await loader.image(for: origin.url("/swr.png"))
-            #expect(stale.isStale && stale.source == .memory)
+            // The origin holds its answer until the stale response has been returned.
+            let stale = try await path.fetch(loader, origin.url("/swr.png"))
+            #expect(stale.freshness == .staleWhileRevalidate && stale.tier == .cache)
+            answer.open()
             await loader.waitForBackgroundWork()
             #expect(origin.count("/swr.png") == 2)
             #expect(origin.requests("/swr.png")[1].header("If-None-Match") == "\"s\"")
             // Revalidated: fresh again.
-            #expect(await loader.allEvents(for: origin.url("/swr.png")).moments == [.cached(.memory)])
+            let fresh = try await path.fetch(loader, origin.url("/swr.png"))
+            #expect(fresh.tier == .cache && fresh.freshness == .fresh)
+            #expect(origin.count("/swr.png") == 2)
 
             // Past the window: an ordinary revalidation; the stale image is offered
             // first, but image(for:) may not use it.
             harness.clock.advance(by: 200)
-            #expect(
-                await loader.allEvents(for: origin.url("/swr.png")).moments == [
-                    .cached(.memory, .needsRevalidation), .sending(hadCache: true), .completed(.networkNotModified),
-                ])
+            if path == .image {
+                #expect(
+                    await loader.allEvents(for: origin.url("/swr.png")).moments == [
+                        .cached(.memory, .needsRevalidation), .sending(hadCache: true), .completed(.networkNotModified),
+                    ])
+            } else {
+                #expect(try await path.fetch(loader, origin.url("/swr.png")).source == .networkNotModified)
+            }
+            #expect(origin.count("/swr.png") == 3)
             try await loader.shutdown()
         }
     }
 
-    @Test("stale-if-error serves the stale image when the origin fails within the window, not after")
-    func staleIfError() async throws {
+    @Test(
+        "stale-if-error serves the stale response when the origin fails within the window, not after",
+        arguments: CachePath.allCases)
+    func staleIfError(_ path: CachePath) async throws {
         try await withOrigin { origin, harness in
             origin.route("/sie.png") { _, count in
                 count == 1
@@ -327,47 +376,53 @@ extension HTTPCachingTests {
                     : .init(status: 503)
             }
             let loader = try harness.loader()
-            _ = try await loader.image(for: origin.url("/sie.png"))
+            _ = try await path.fetch(loader, origin.url("/sie.png"))
             harness.clock.advance(by: 50)
-            #expect(
-                await loader.allEvents(for: origin.url("/sie.png")).moments == [
-                    .cached(.memory, .needsRevalidation), .sending(hadCache: true), .cached(.memory, .staleIfError),
-                    .failed(.httpStatus(503)),
-                ])
-            #expect(try await loader.image(for: origin.url("/sie.png")).isStale)
+            if path == .image {
+                #expect(
+                    await loader.allEvents(for: origin.url("/sie.png")).moments == [
+                        .cached(.memory, .needsRevalidation), .sending(hadCache: true), .cached(.memory, .staleIfError),
+                        .failed(.httpStatus(503)),
+                    ])
+            }
+            let stale = try await path.fetch(loader, origin.url("/sie.png"))
+            #expect(stale.freshness == .staleIfError && stale.matches(TestImages.png))
             harness.clock.advance(by: 100)
-            await #expect(throws: ImageLoadingError.self) { try await loader.image(for: origin.url("/sie.png")) }
+            await #expect(throws: ImageLoadingError(.httpStatus(503), url: origin.url("/sie.png").absoluteString)) {
+                try await path.fetch(loader, origin.url("/sie.png"))
+            }
             try await loader.shutdown()
         }
     }
 
-    @Test("a connection failure counts as an error for stale-if-error too")
-    func staleIfErrorOnConnectionFailure() async throws {
+    @Test("a connection failure counts as an error for stale-if-error too", arguments: CachePath.allCases)
+    func staleIfErrorOnConnectionFailure(_ path: CachePath) async throws {
         let origin = try await TestOrigin.start()
         let harness = LoaderHarness()
-        defer { Task { await harness.cleanUp() } }
         origin.serve(
             "/gone.png",
             .init(headers: [Self.png, ("Cache-Control", "max-age=10, stale-if-error=100")], body: TestImages.png))
         let loader = try harness.loader { $0.http.connectTimeout = .seconds(1) }
         let url = origin.url("/gone.png")
-        _ = try await loader.image(for: url)
+        _ = try await path.fetch(loader, url)
         await origin.stop()
         harness.clock.advance(by: 50)
-        let moments = await loader.allEvents(for: url).moments
-        #expect(
-            moments.prefix(3) == [
-                .cached(.memory, .needsRevalidation), .sending(hadCache: true), .cached(.memory, .staleIfError),
-            ])
-        guard case .failed(.network) = moments.last else {
-            Issue.record("got \(moments)")
-            return
+        if path == .image {
+            let moments = await loader.allEvents(for: url).moments
+            #expect(
+                moments.prefix(3) == [
+                    .cached(.memory, .needsRevalidation), .sending(hadCache: true), .cached(.memory, .staleIfError),
+                ])
+            if case .failed(.network) = moments.last {} else { Issue.record("got \(moments)") }
+        } else {
+            let stale = try await path.fetch(loader, url)
+            #expect(stale.freshness == .staleIfError && stale.source == .disk)
         }
-        try await loader.shutdown()
+        await harness.cleanUp()
     }
 
-    @Test("immutable is not revalidated while fresh, even when a revalidation is asked for")
-    func immutable() async throws {
+    @Test("immutable is not revalidated while fresh, even when a revalidation is asked for", arguments: CachePath.allCases)
+    func immutable(_ path: CachePath) async throws {
         try await withOrigin { origin, harness in
             origin.serve(
                 "/i.png",
@@ -381,25 +436,24 @@ extension HTTPCachingTests {
                         headers: [Self.png, ("Cache-Control", "max-age=100"), ("ETag", "\"p\"")], body: TestImages.png)
             }
             let loader = try harness.loader()
-            _ = try await loader.image(for: origin.url("/i.png"))
-            _ = try await loader.image(for: origin.url("/plain.png"))
+            _ = try await path.fetch(loader, origin.url("/i.png"))
+            _ = try await path.fetch(loader, origin.url("/plain.png"))
             harness.clock.advance(by: 10)
             let reload = LoadOptions(cachePolicy: .revalidate)
-            #expect(try await loader.image(for: origin.url("/i.png"), options: reload).source == .memory)
-            #expect(
-                try await loader.image(for: origin.url("/plain.png"), options: reload).source == .networkNotModified)
+            #expect(try await path.fetch(loader, origin.url("/i.png"), reload).tier == .cache)
+            #expect(try await path.fetch(loader, origin.url("/plain.png"), reload).source == .networkNotModified)
             #expect(origin.count("/i.png") == 1)
             #expect(origin.count("/plain.png") == 2)
             // Past its lifetime, immutable is revalidated like anything else.
             harness.clock.advance(by: 100)
-            _ = try await loader.image(for: origin.url("/i.png"))
+            _ = try await path.fetch(loader, origin.url("/i.png"))
             #expect(origin.count("/i.png") == 2)
             try await loader.shutdown()
         }
     }
 
-    @Test("a 304 naming another entity tag is not trusted: the image is fetched again")
-    func mismatchedNotModified() async throws {
+    @Test("a 304 naming another entity tag is not trusted: the bytes are fetched again", arguments: CachePath.allCases)
+    func mismatchedNotModified(_ path: CachePath) async throws {
         try await withOrigin { origin, harness in
             origin.route("/t.png") { request, count in
                 switch count {
@@ -411,29 +465,82 @@ extension HTTPCachingTests {
                 }
             }
             let loader = try harness.loader()
-            _ = try await loader.image(for: origin.url("/t.png"))
+            _ = try await path.fetch(loader, origin.url("/t.png"))
             harness.clock.advance(by: 5)
-            let reloaded = try await loader.image(for: origin.url("/t.png"))
+            let reloaded = try await path.fetch(loader, origin.url("/t.png"))
             #expect(reloaded.source == .networkToDisk)
+            #expect(reloaded.matches(TestImages.otherPNG))
             #expect(origin.count("/t.png") == 3)
             #expect(origin.requests("/t.png")[2].header("If-None-Match") == nil)
             try await loader.shutdown()
         }
     }
 
-    @Test("reload ignores the caches and replaces what is stored")
-    func reload() async throws {
+    @Test("reload ignores the caches and replaces what is stored", arguments: CachePath.allCases)
+    func reload(_ path: CachePath) async throws {
         try await withOrigin { origin, harness in
             origin.serve(
                 "/r.png",
                 .init(headers: [Self.png, ("Cache-Control", "max-age=1000"), ("ETag", "\"r\"")], body: TestImages.png))
             let loader = try harness.loader()
-            _ = try await loader.image(for: origin.url("/r.png"))
+            _ = try await path.fetch(loader, origin.url("/r.png"))
             #expect(
-                try await loader.image(for: origin.url("/r.png"), options: LoadOptions(cachePolicy: .reload)).source
+                try await path.fetch(loader, origin.url("/r.png"), LoadOptions(cachePolicy: .reload)).source
                     == .networkToDisk)
             #expect(origin.count("/r.png") == 2)
             #expect(origin.requests("/r.png")[1].header("If-None-Match") == nil)
+            try await loader.shutdown()
+        }
+    }
+
+    @Test("failures are remembered: past the attempts allowed, the origin is not asked again", arguments: CachePath.allCases)
+    func rememberedFailures(_ path: CachePath) async throws {
+        try await withOrigin { origin, harness in
+            origin.serve("/f.png", .init(status: 500, headers: [("Cache-Control", "max-age=60")]))
+            let loader = try harness.loader { $0.maxAttemptsForErrors = 2 }
+            let url = origin.url("/f.png")
+            for _ in 0..<2 {
+                await #expect(throws: ImageLoadingError(.httpStatus(500), url: url.absoluteString)) {
+                    try await path.fetch(loader, url)
+                }
+            }
+            await #expect(
+                throws: ImageLoadingError(.rememberedFailure(status: 500, attempts: 2), url: url.absoluteString)
+            ) {
+                try await path.fetch(loader, url)
+            }
+            #expect(origin.count("/f.png") == 2)
+            // Past the window (the response's max-age), the origin is asked again.
+            harness.clock.advance(by: 61)
+            await #expect(throws: ImageLoadingError.self) { try await path.fetch(loader, url) }
+            #expect(origin.count("/f.png") == 3)
+            try await loader.shutdown()
+        }
+    }
+
+    @Test("an image load and data(for:) sharing one download write the entry once")
+    func sharedDownloadWritesOnce() async throws {
+        try await withOrigin { origin, harness in
+            let answer = Gate()
+            origin.serve(
+                "/w.png", .init(headers: [Self.png, ("Cache-Control", "max-age=100")], body: TestImages.png, gate: answer))
+            let loader = try harness.loader()
+            let writes = Tally()
+            let disk = try #require(loader.diskCache)
+            disk.writeFault.withLock { $0 = { path in
+                    if path.hasSuffix(".response") { writes.increment() }
+                    return nil
+                }
+            }
+            let url = origin.url("/w.png")
+            async let image = loader.image(for: url)
+            async let data = loader.data(for: url)
+            try await waitUntil("both joined one request") { loader.context.downloads.counts.joined == 1 }
+            answer.open()
+            let (loadedImage, loadedData) = try await (image, data)
+            #expect(loadedImage.source == .networkToDisk && loadedData.source == .networkToDisk)
+            #expect(origin.count("/w.png") == 1)
+            #expect(writes.value == 1)
             try await loader.shutdown()
         }
     }

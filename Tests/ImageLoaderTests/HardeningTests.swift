@@ -54,9 +54,10 @@ struct HardeningTests {
         let url = "https://example.com/a.png"
         let path = directory + "/entries/" + DiskCache.hash(of: url) + ".response"
         for lengths in [(UInt32.max, UInt64(Int.max)), (UInt32(2), UInt64.max), (UInt32(20), UInt64(Int.max - 10))] {
-            var bytes = Array("ILC1".utf8)
+            var bytes = Array("ILC2".utf8)
             withUnsafeBytes(of: lengths.0.littleEndian) { bytes += $0 }
             withUnsafeBytes(of: lengths.1.littleEndian) { bytes += $0 }
+            bytes += [UInt8](repeating: 0, count: 8)  // the two checksums
             bytes += Array("{}".utf8)
             FileManager.default.createFile(atPath: path, contents: Data(bytes))
             #expect(cache.response(for: url) == nil)

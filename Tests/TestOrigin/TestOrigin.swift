@@ -23,14 +23,21 @@ public final class TestOrigin: Sendable {
         public var status = 200
         public var headers: [(String, String)] = []
         public var body: [UInt8] = []
-        /// Seconds to wait before answering.
+        /// Seconds to wait before answering (for timeouts; to order events, use a gate).
         public var delay: Double = 0
+        /// When set, the answer waits until the test opens it: the request has arrived,
+        /// and the test decides when it is answered.
+        public var gate: Gate?
 
-        public init(status: Int = 200, headers: [(String, String)] = [], body: [UInt8] = [], delay: Double = 0) {
+        public init(
+            status: Int = 200, headers: [(String, String)] = [], body: [UInt8] = [], delay: Double = 0,
+            gate: Gate? = nil
+        ) {
             self.status = status
             self.headers = headers
             self.body = body
             self.delay = delay
+            self.gate = gate
         }
     }
 
@@ -114,6 +121,7 @@ public final class TestOrigin: Sendable {
             return (HTTPResponse(status: .notFound), ResponseBody())
         }
         let reply = handler(incoming, count)
+        if let gate = reply.gate { await gate.wait() }
         if reply.delay > 0 { try await Task.sleep(for: .milliseconds(Int(reply.delay * 1000))) }
         var fields = HTTPFields()
         for (name, value) in reply.headers {
@@ -151,6 +159,36 @@ public final class OneShot<Value: Sendable>: Sendable {
                 return state.value
             }
             if let value { continuation.resume(returning: value) }
+        }
+    }
+}
+
+/// A gate the test opens: whoever waits on it goes on once it is open (at once afterwards).
+public final class Gate: Sendable {
+    private let state = NIOLockedValueBox<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    public init() {}
+
+    /// Lets every waiter, present and future, go on.
+    public func open() {
+        let waiters = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+            state.open = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// How many are waiting now.
+    public var waiting: Int { state.withLockedValue { $0.waiters.count } }
+
+    public func wait() async {
+        await withCheckedContinuation { continuation in
+            let open = state.withLockedValue { state -> Bool in
+                if !state.open { state.waiters.append(continuation) }
+                return state.open
+            }
+            if open { continuation.resume() }
         }
     }
 }

@@ -1,14 +1,20 @@
 import Crypto
 import Foundation
+import Logging
 import RasterImage
 
 /// A cache of HTTP responses on disk that survives restarts.
 ///
 /// Every key (the URL with its query) has one file, named by the SHA-256 of the key,
 /// holding the body and its metadata together (status, headers, validators, Vary and
-/// the request headers it names, request and response times). A file is written to a
-/// temporary name and renamed into place, so no reader ever sees half an entry, even
-/// after `kill -9`. Last access is kept in the cache's own index (not the file
+/// the request headers it names, request and response times), each with its CRC32C.
+/// A file is written to a temporary name and renamed into place, so no reader ever
+/// sees half an entry, even after `kill -9`. Every read checks both checksums before
+/// the bytes leave the cache: an entry whose bytes changed after it was written (a
+/// zeroed page after a power loss, another program writing into the folder, bit rot)
+/// is removed and reported as absent, so the load asks the origin again; each one is
+/// counted (``Statistics/corruptEntriesRemoved``, kept in the folder across restarts)
+/// and logged once as a warning. Last access is kept in the cache's own index (not the file
 /// system's atime) and drives least-recently-used eviction past ``maxBytes``.
 ///
 /// ```swift
@@ -41,10 +47,16 @@ public final class DiskCache: Sendable {
         public let bytes: Int
         /// The size limit.
         public let maxBytes: Int
+        /// Entries found damaged (a checksum that no longer matches, a file cut short or
+        /// overwritten) and removed, since the folder was created, by every process
+        /// that used it. (Processes that find damage at the same moment may count one
+        /// less between them.)
+        public let corruptEntriesRemoved: Int
 
         /// One line: entries, failures, bytes and the limit.
         public var description: String {
             "\(entries) entries, \(failures) remembered failures, \(bytes) of \(maxBytes) bytes"
+                + (corruptEntriesRemoved > 0 ? ", \(corruptEntriesRemoved) damaged entries removed" : "")
         }
     }
 
@@ -71,6 +83,11 @@ public final class DiskCache: Sendable {
     /// Fault injection for the tests: when set, consulted before every file written,
     /// and an errno it returns fails the write as the file system would (ENOSPC, EROFS).
     let writeFault = Lock<(@Sendable (String) -> Int32?)?>(nil)
+    /// Told of every damaged entry removed (the loader counts them in its statistics).
+    let corruptionObserver = Lock<(@Sendable () -> Void)?>(nil)
+    private let logger: Logger
+    /// Held while the counters file is read and written again.
+    private let countersFile = Lock(())
 
     /// The folder: `entries/`, `tmp/` and the access index.
     public let directory: String
@@ -82,6 +99,7 @@ public final class DiskCache: Sendable {
     private var entriesDirectory: String { directory + "/entries" }
     private var temporaryDirectory: String { directory + "/tmp" }
     private var indexPath: String { directory + "/index.json" }
+    private var countersPath: String { directory + "/counters.json" }
 
     /// `$XDG_CACHE_HOME/imageloader`, else `~/.cache/imageloader`, as the XDG base
     /// directory specification asks.
@@ -93,14 +111,15 @@ public final class DiskCache: Sendable {
     }
 
     /// Opens (creating it if needed) the cache in `directory`, reading its index and
-    /// the entries on disk.
+    /// the entries on disk. Damaged entries are reported to `logger`.
     public init(
         directory: String = DiskCache.defaultDirectory(), maxBytes: Int = 512 << 20,
-        clock: @escaping @Sendable () -> Date = { Date() }
+        clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "imageloader.disk-cache")
     ) throws {
         self.directory = directory
         self.maxBytes = maxBytes
         self.clock = clock
+        self.logger = logger
         state = Lock(State())
         // Only this user reads the cache: folders 0700, files 0600.
         for folder in [directory, directory + "/entries", directory + "/tmp"] {
@@ -133,12 +152,15 @@ public final class DiskCache: Sendable {
         case failure
 
         var suffix: String { self == .response ? ".response" : ".failure" }
+        var entryKind: EntryFile.Kind { self == .response ? .response : .failure }
     }
 
     // MARK: Responses
 
     /// The stored response and body for `key`, or `nil`. An entry that cannot be read
-    /// whole (or belongs to another key) is removed and reported as absent.
+    /// whole, whose checksums do not match (``EntryFile``), or that belongs to another
+    /// key is removed and reported as absent; an entry in the format before checksums is
+    /// removed the same way (the next load stores it again), without counting as damage.
     func response(for key: String) -> (response: StoredResponse, body: [UInt8])? {
         let hash = DiskCache.hash(of: key)
         guard let bytes = readFile(path(hash, .response)) else {
@@ -146,12 +168,70 @@ public final class DiskCache: Sendable {
             if FileSystem.exists(path(hash, .response)) { remove(hash: hash, kind: .response) }
             return nil
         }
-        guard let (response, body) = EntryFile.decode(bytes), response.url == key else {
+        guard let (metadata, body) = checked(EntryFile.decode(bytes, kind: .response), hash: hash, kind: .response, key: key),
+            let response = try? JSONDecoder().decode(StoredResponse.self, from: Data(metadata)), response.url == key
+        else {
             remove(hash: hash, kind: .response)
             return nil
         }
         touch(hash)
         return (response, body)
+    }
+
+    /// The parts of a decoded file; a damaged one is counted and logged (the caller removes it).
+    private func checked(_ decoded: EntryFile.Decoded, hash: String, kind: FileKind, key: String) -> (
+        [UInt8], [UInt8]
+    )? {
+        switch decoded {
+        case .valid(let metadata, let body): return (metadata, body)
+        case .earlierFormat: return nil
+        case .damaged(let why):
+            reportDamage(key: key, file: hash + kind.suffix, why: why)
+            return nil
+        }
+    }
+
+    /// Counts a damaged entry (in the folder's counters and for the observer) and logs it.
+    func reportDamage(key: String, file: String, why: String) {
+        logger.warning(
+            "damaged disk-cache entry removed", metadata: ["key": "\(key)", "file": "\(file)", "reason": "\(why)"])
+        countersFile.withLock { _ in
+            // Read, add, write under the lock: this process's reports do not race each other.
+            var counters = savedCounters()
+            counters.corruptEntriesRemoved = Checked.saturatingAdd(counters.corruptEntriesRemoved, 1)
+            if let data = try? JSONEncoder().encode(counters) { try? write([UInt8](data), to: countersPath) }
+        }
+        corruptionObserver.withLock { $0 }?()
+    }
+
+    /// Reads every entry and remembered failure, checking them as a load would, and
+    /// removes those that are damaged or unreadable. Returns how many were checked and
+    /// how many removed. (`imageloader cache verify`.)
+    ///
+    /// ```swift
+    /// let (checked, removed) = cache.verifyAll()
+    /// ```
+    @discardableResult
+    public func verifyAll() -> (checked: Int, removed: Int) {
+        let names = state.withLock { Array($0.index.keys) }
+        var removed = 0
+        for name in names {
+            let kind: FileKind = name.hasSuffix(FileKind.failure.suffix) ? .failure : .response
+            let hash = kind == .failure ? String(name.dropLast(FileKind.failure.suffix.count)) : name
+            let file = path(hash, kind)
+            let whole = readFile(file).map { bytes -> Bool in
+                let decoded = EntryFile.decode(bytes, kind: kind.entryKind)
+                if case .damaged(let why) = decoded { reportDamage(key: hash, file: hash + kind.suffix, why: why) }
+                if case .valid = decoded { return true }
+                return false
+            }
+            if whole != true {
+                remove(hash: hash, kind: kind)
+                removed += 1
+            }
+        }
+        flush()
+        return (names.count, removed)
     }
 
     /// Stores (or replaces) the entry for the response's URL, then evicts past the limit.
@@ -240,7 +320,9 @@ public final class DiskCache: Sendable {
         guard hasFailure(hash: hash), let bytes = readFile(path(hash, .failure)) else {
             return nil
         }
-        guard let record = try? JSONDecoder().decode(FailureRecord.self, from: Data(bytes)), record.url == key else {
+        guard let (metadata, _) = checked(EntryFile.decode(bytes, kind: .failure), hash: hash, kind: .failure, key: key),
+            let record = try? JSONDecoder().decode(FailureRecord.self, from: Data(metadata)), record.url == key
+        else {
             remove(hash: hash, kind: .failure)
             return nil
         }
@@ -259,7 +341,7 @@ public final class DiskCache: Sendable {
 
     func store(_ failure: FailureRecord) throws {
         let hash = DiskCache.hash(of: failure.url)
-        let data = [UInt8](try JSONEncoder().encode(failure))
+        let data = EntryFile.encode(metadata: [UInt8](try JSONEncoder().encode(failure)), body: [], kind: .failure)
         try write(data, to: path(hash, .failure))
         record(hash + FileKind.failure.suffix, size: data.count, kind: .failure, keepingCreated: nil)
     }
@@ -301,11 +383,25 @@ public final class DiskCache: Sendable {
 
     /// What the cache holds now.
     public var statistics: Statistics {
-        state.withLock { state in
+        let corrupt = savedCounters().corruptEntriesRemoved
+        return state.withLock { state in
             let failures = state.index.keys.filter { $0.hasSuffix(FileKind.failure.suffix) }.count
             return Statistics(
-                entries: state.index.count - failures, failures: failures, bytes: state.totalBytes, maxBytes: maxBytes)
+                entries: state.index.count - failures, failures: failures, bytes: state.totalBytes, maxBytes: maxBytes,
+                corruptEntriesRemoved: corrupt)
         }
+    }
+
+    /// What the folder has counted across processes and restarts.
+    private struct Counters: Codable {
+        var corruptEntriesRemoved = 0
+    }
+
+    private func savedCounters() -> Counters {
+        guard let bytes = FileSystem.readRegularFile(countersPath, maxBytes: 4096),
+            let counters = try? JSONDecoder().decode(Counters.self, from: Data(bytes))
+        else { return Counters() }
+        return Counters(corruptEntriesRemoved: max(0, counters.corruptEntriesRemoved))
     }
 
     /// Writes the access index now (it is otherwise written every few changes).
@@ -478,36 +574,66 @@ struct FailureRecord: Codable, Sendable, Equatable {
     var expires: Date
 }
 
-/// The layout of a response file: "ILC1", the metadata's length (UInt32 LE), the
-/// body's length (UInt64 LE), the metadata as JSON, the body. A file whose lengths do
-/// not add up to its size was cut short and is not used.
+/// The layout of an entry file: a magic ("ILC2" for a response, "ILF2" for a remembered
+/// failure), the metadata's length (UInt32 LE), the body's length (UInt64 LE), the
+/// CRC32C of the metadata and of the body (UInt32 LE each), the metadata as JSON, the
+/// body. A file whose lengths do not add up to its size was cut short, and one whose
+/// checksums do not match changed after it was written: neither is used. "ILC1" files
+/// (before checksums) are recognised as the earlier format.
 enum EntryFile {
-    static let magic: [UInt8] = Array("ILC1".utf8)
-    static let headerSize = 16
+    enum Kind {
+        case response, failure
+
+        var magic: [UInt8] { Array((self == .response ? "ILC2" : "ILF2").utf8) }
+    }
+
+    enum Decoded: Equatable {
+        case valid(metadata: [UInt8], body: [UInt8])
+        /// A response written before entries carried checksums.
+        case earlierFormat
+        /// Not an entry of this kind: cut short, overwritten, or changed after it was written.
+        case damaged(String)
+    }
+
+    static let headerSize = 24
+    static let earlierMagic: [UInt8] = Array("ILC1".utf8)
 
     static func encode(_ response: StoredResponse, body: [UInt8]) throws -> [UInt8] {
-        let metadata = [UInt8](try JSONEncoder().encode(response))
-        var bytes = magic
+        encode(metadata: [UInt8](try JSONEncoder().encode(response)), body: body, kind: .response)
+    }
+
+    static func encode(metadata: [UInt8], body: [UInt8], kind: Kind) -> [UInt8] {
+        var bytes = kind.magic
         bytes.reserveCapacity(headerSize + metadata.count + body.count)
         withUnsafeBytes(of: UInt32(metadata.count).littleEndian) { bytes.append(contentsOf: $0) }
         withUnsafeBytes(of: UInt64(body.count).littleEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: CRC32C.checksum(metadata).littleEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: CRC32C.checksum(body).littleEndian) { bytes.append(contentsOf: $0) }
         bytes += metadata
         bytes += body
         return bytes
     }
 
-    static func decode(_ bytes: [UInt8]) -> (StoredResponse, [UInt8])? {
-        guard bytes.count >= headerSize, Array(bytes[0..<4]) == magic else { return nil }
-        let metadataLength = bytes[4..<8].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        let bodyLength = bytes[8..<16].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        // Lengths from the file: a corrupted entry may hold any value, so they are summed checked.
-        guard let metadataCount = Checked.int(metadataLength), let bodyCount = Checked.int(bodyLength),
+    static func decode(_ bytes: [UInt8], kind: Kind) -> Decoded {
+        guard bytes.count >= 4 else { return .damaged("\(bytes.count) bytes") }
+        if kind == .response && bytes.starts(with: earlierMagic) { return .earlierFormat }
+        guard bytes.count >= headerSize, bytes.starts(with: kind.magic) else { return .damaged("no entry header") }
+        func little(_ range: Range<Int>) -> UInt64 { bytes[range].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
+        // Lengths from the file: a damaged entry may hold any value, so they are summed checked.
+        guard let metadataCount = Checked.int(little(4..<8)), let bodyCount = Checked.int(little(8..<16)),
             let total = Checked.sum(headerSize, metadataCount, bodyCount), total == bytes.count
         else {
-            return nil
+            return .damaged("lengths do not add up to the file's \(bytes.count) bytes")
         }
-        let metadata = Data(bytes[headerSize..<(headerSize + metadataCount)])
-        guard let response = try? JSONDecoder().decode(StoredResponse.self, from: metadata) else { return nil }
-        return (response, Array(bytes[(headerSize + metadataCount)...]))
+        let bodyStart = headerSize + metadataCount
+        let (metadataSum, bodySum) = bytes.withUnsafeBytes { raw in
+            (
+                CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[headerSize..<bodyStart])),
+                CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[bodyStart...]))
+            )
+        }
+        guard metadataSum == UInt32(truncatingIfNeeded: little(16..<20)) else { return .damaged("metadata checksum") }
+        guard bodySum == UInt32(truncatingIfNeeded: little(20..<24)) else { return .damaged("body checksum") }
+        return .valid(metadata: Array(bytes[headerSize..<bodyStart]), body: Array(bytes[bodyStart...]))
     }
 }

@@ -17,8 +17,13 @@ final class ImagePipeline: Sendable {
         /// Set when the work must finish even if every caller leaves.
         var keepsRunning = false
         var isCancelled = false
+        /// Whether a prefetch started it: only such a load can be cancelled as a prefetch.
+        let isPrefetch: Bool
 
-        init(priority: LoadPriority) { self.priority = PriorityHandle(priority) }
+        init(priority: LoadPriority, isPrefetch: Bool) {
+            self.priority = PriorityHandle(priority)
+            self.isPrefetch = isPrefetch
+        }
 
         func updatePriority(floor: LoadPriority) {
             priority.priority = max(floor, callers.values.max() ?? floor)
@@ -69,7 +74,7 @@ final class ImagePipeline: Sendable {
                 load = existing
                 metrics.coalesced()
             } else {
-                load = start(key: key, priority: priority, work: work, in: &state)
+                load = start(key: key, priority: priority, isPrefetch: false, work: work, in: &state)
             }
             load.callers[id] = priority
             load.updatePriority(floor: .veryLow)
@@ -91,21 +96,24 @@ final class ImagePipeline: Sendable {
         state.withLock { state in
             guard !state.isShutDown else { return }
             if let existing = state.loads[key], !existing.broadcaster.isFinished, !existing.isCancelled { return }
-            start(key: key, priority: .veryLow, work: work, in: &state).keepsRunning = true
+            start(key: key, priority: .veryLow, isPrefetch: true, work: work, in: &state).keepsRunning = true
         }
     }
 
-    /// Cancels a prefetch nobody else waits for.
+    /// Cancels a prefetch nobody else waits for. A load a caller started (a background
+    /// revalidation among them) is never a prefetch's to cancel.
     func cancelPrefetch(key: ProductKey) {
         state.withLock { state in
-            guard let load = state.loads[key], load.callers.isEmpty else { return }
+            guard let load = state.loads[key], load.isPrefetch, load.callers.isEmpty else { return }
             load.isCancelled = true
             load.task?.cancel()
         }
     }
 
-    private func start(key: ProductKey, priority: LoadPriority, work: @escaping Work, in state: inout State) -> Load {
-        let load = Load(priority: priority)
+    private func start(
+        key: ProductKey, priority: LoadPriority, isPrefetch: Bool, work: @escaping Work, in state: inout State
+    ) -> Load {
+        let load = Load(priority: priority, isPrefetch: isPrefetch)
         state.loads[key] = load
         let (broadcaster, handle, identity) = (load.broadcaster, load.priority, ObjectIdentifier(load))
         load.task = Task.detached {

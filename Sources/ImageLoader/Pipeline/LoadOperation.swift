@@ -6,7 +6,7 @@ import RasterImage
 /// private cache, and remembering failures. The request goes through
 /// the download stage and the decode through the decode stage, shared with the other
 /// products of the same URL in flight.
-struct LoadOperation: Sendable {
+struct LoadOperation: CachedProductMaking {
     let key: ProductKey
     let options: LoadOptions
     let context: PipelineContext
@@ -25,16 +25,13 @@ struct LoadOperation: Sendable {
     /// The loader's header fields, then this load's.
     private var requestHeaders: [HeaderField] { context.requestHeaders + options.headers }
 
-    /// A stored response, with its body once it has been read.
-    private struct Cached {
-        var response: StoredResponse
-        var body: [UInt8]?
-        var image: RasterImage?
-        var encoded: EncodedImage?
-        var fromMemory: Bool
-
-        var source: LoadedImage.Source { fromMemory ? .memory : .disk }
+    /// A product as a load hands it out: the image, and a thumbnail's encoded bytes.
+    struct Made: Sendable {
+        let image: RasterImage
+        let encoded: EncodedImage?
     }
+
+    private typealias Flow = HTTPCacheFlow<LoadOperation>
 
     func run() async {
         do {
@@ -58,198 +55,109 @@ struct LoadOperation: Sendable {
         guard url.scheme == "http" || url.scheme == "https", url.host != nil else {
             throw ImageLoadingError(.unsupportedURL, url: urlText)
         }
-        let found = options.cachePolicy == .reload ? nil : try await lookUp()
-        if options.cachePolicy != .reload, try await rememberedFailure() { return }
-        guard var cached = found else {
-            context.logMiss(urlText, "cache miss")
-            context.metrics.miss()
-            return try await fetch(revalidating: nil)
-        }
-        let evaluation = policy.evaluate(cached.response, now: context.now)
-        let usable =
-            switch options.cachePolicy {
-            case .useCache: evaluation.isFresh
-            case .revalidate: evaluation.isImmutable
-            case .reload: false
-            }
-        if usable {
-            let image = try await image(of: &cached)
-            hit(cached)
-            emit(.cached(loaded(image, cached.source, encoded: cached.encoded)))
+        let emit = self.emit
+        var flow = Flow(
+            url: url, storageName: key.cache.storageName, cachePolicy: options.cachePolicy,
+            requestHeaders: requestHeaders, product: product, priority: priority, context: context, maker: self)
+        flow.sendingRequest = { emit(.sendingRequest(hadCache: $0)) }
+        flow.progress = { emit(.progress(received: $0, expected: $1)) }
+        let lookup: Flow.Lookup
+        do {
+            lookup = try await flow.lookUp(memory: memoryEntry())
+        } catch let error as ImageLoadingError {
+            guard case .rememberedFailure = error.reason else { throw error }
+            emit(.failed(error))
             return
         }
-        let whileRevalidating = options.cachePolicy == .useCache && evaluation.mayServeWhileRevalidating
-        if whileRevalidating {
-            // Before the stale image goes out: a caller that leaves as soon as it has it
-            // must not cancel the revalidation.
-            keepRunning()
-        } else {
-            let why = evaluation.isFresh ? "revalidation asked for" : "stale (age \(evaluation.age.rounded(.down)) s)"
-            context.logMiss(urlText, "cache miss: \(why)")
+        let outcome: Flow.Outcome
+        switch lookup {
+        case .miss:
+            context.logMiss(urlText, "cache miss")
             context.metrics.miss()
+            outcome = try await flow.fetch(revalidating: nil)
+        case .usable(var entry):
+            if let made = try await flow.product(of: &entry) {
+                hit(entry)
+                emit(.cached(loaded(made, entry.source)))
+                return
+            }
+            context.logMiss(urlText, "cache miss: stored entry unusable")
+            context.metrics.miss()
+            outcome = try await flow.fetch(revalidating: nil)
+        case .stale(var entry, let whileRevalidating, let why):
+            if whileRevalidating {
+                // Before the stale image goes out: a caller that leaves as soon as it has
+                // it must not cancel the revalidation.
+                keepRunning()
+            } else {
+                context.logMiss(urlText, "cache miss: \(why)")
+                context.metrics.miss()
+            }
+            // The stale image first, for the caller to show while the origin is asked.
+            if let made = try await flow.product(of: &entry) {
+                if whileRevalidating { hit(entry) }
+                let freshness: LoadedImage.Freshness = whileRevalidating ? .staleWhileRevalidate : .needsRevalidation
+                emit(.cached(loaded(made, entry.source, freshness)))
+                outcome = try await flow.fetch(revalidating: entry)
+            } else {
+                outcome = try await flow.fetch(revalidating: nil)
+            }
         }
-        // The stale image first, for the caller to show while the origin is asked.
-        let image: RasterImage
-        do {
-            image = try await self.image(of: &cached)
-        } catch let error as ImageLoadingError where error.isDecodingFailure {
-            // A stored entry that no longer decodes: forget it and ask afresh.
-            context.diskCache?.remove(url: key.cache.storageName)
-            return try await fetch(revalidating: nil)
+        switch outcome {
+        case .revalidated(let made, let updated):
+            context.remember(made.image, encoded: made.encoded, response: updated, for: key.cache)
+            emit(.completed(loaded(made, .networkNotModified)))
+        case .downloaded(let made, let stored, let storable, let source):
+            if storable {
+                context.remember(made.image, encoded: made.encoded, response: stored, for: key.cache)
+            } else {
+                context.memoryCache?.remove(key.cache.storageName)
+            }
+            emit(.completed(loaded(made, source)))
+        case .staleIfError(let made, let entry, let error):
+            emit(.cached(loaded(made, entry.source, .staleIfError)))
+            emit(.failed(error))
         }
-        if whileRevalidating { hit(cached) }
-        emit(
-            .cached(
-                loaded(
-                    image, cached.source, whileRevalidating ? .staleWhileRevalidate : .needsRevalidation,
-                    encoded: cached.encoded)))
-        try await fetch(revalidating: cached)
     }
 
-    private func hit(_ cached: Cached) {
-        if cached.fromMemory { context.metrics.memoryHit() } else { context.metrics.diskHit() }
+    private func hit(_ entry: CachedEntry<Made>) {
+        if entry.fromMemory { context.metrics.memoryHit() } else { context.metrics.diskHit() }
     }
 
-    /// The stored response for this product (memory first, then disk), if it answers this request.
-    private func lookUp() async throws -> Cached? {
-        if let entry = context.memoryCache?.entry(for: key.cache.storageName), let response = entry.response,
+    /// The product in memory, when it answers this request.
+    private func memoryEntry() -> CachedEntry<Made>? {
+        guard let entry = context.memoryCache?.entry(for: key.cache.storageName), let response = entry.response,
             // Entries in memory were stored with this loader's own header fields: Vary
             // matches unless this load adds its own.
             options.headers.isEmpty || policy.matchesVary(response, requestHeaders: requestHeaders)
-        {
-            return Cached(response: response, body: nil, image: entry.image, encoded: entry.encoded, fromMemory: true)
-        }
-        guard let disk = context.diskCache else { return nil }
-        let storageName = key.cache.storageName
-        guard let (response, body) = try await context.blocking(urlText, { disk.response(for: storageName) }) else {
-            return nil
-        }
-        guard policy.matchesVary(response, requestHeaders: requestHeaders) else { return nil }
-        return Cached(response: response, body: body, image: nil, encoded: nil, fromMemory: false)
+        else { return nil }
+        return CachedEntry(
+            response: response, body: nil, product: Made(image: entry.image, encoded: entry.encoded), fromMemory: true)
     }
 
-    /// The decoded image of a cached response, decoding (and keeping in memory) if needed.
-    private func image(of cached: inout Cached) async throws -> RasterImage {
-        if let image = cached.image { return image }
-        var body = cached.body
-        if body == nil, let disk = context.diskCache {
-            let storageName = key.cache.storageName
-            body = try await context.blocking(urlText) { disk.response(for: storageName)?.body }
-        }
-        guard let body else { throw ImageLoadingError(.decoding(ImageDecodingError(.empty)), url: urlText) }
+    /// A stored body decoded (and kept in memory).
+    func product(ofStored body: [UInt8], response: StoredResponse) async throws -> Made {
         // A thumbnail's stored bytes are the encoded thumbnail: decoding them is all it takes.
         let image = try await context.decode(.bytes(body), url: urlText, priority: priority)
-        cached.image = image
-        cached.encoded = encodedProduct(body, image)
-        context.remember(image, encoded: cached.encoded, response: cached.response, for: key.cache)
-        return image
+        let made = Made(image: image, encoded: encodedProduct(body, image))
+        context.remember(image, encoded: made.encoded, response: response, for: key.cache)
+        return made
     }
 
-    /// A failure remembered recently enough and often enough: fail without a request.
-    private func rememberedFailure() async throws -> Bool {
-        guard let disk = context.diskCache, disk.hasFailure(for: urlText) else { return false }
-        let urlText = self.urlText
-        guard let failure = try await context.blocking(urlText, { disk.failure(for: urlText) }) else { return false }
-        guard failure.expires > context.now, failure.attempts >= configuration.maxAttemptsForErrors else {
-            return false
-        }
-        context.logger.debug("remembered failure", metadata: ["url": "\(urlText)", "attempts": "\(failure.attempts)"])
-        emit(
-            .failed(
-                ImageLoadingError(.rememberedFailure(status: failure.status, attempts: failure.attempts), url: urlText)
-            ))
-        return true
-    }
-
-    /// Asks the origin (conditionally when something is cached), through the download
-    /// stage: products of this URL in flight that send the same request share it.
-    private func fetch(revalidating cached: Cached?) async throws {
-        emit(.sendingRequest(hadCache: cached != nil))
-        var headers = requestHeaders
-        if let cached { headers += policy.conditionalHeaders(for: cached.response) }
-        let download: SharedStage<DownloadKey, DataResponse>.Outcome
-        do {
-            let emit = self.emit
-            download = try await context.download(
-                DataRequest(url: url, headers: headers), product: product, priority: priority
-            ) { received, expected in
-                emit(.progress(received: received, expected: expected))
-            }
-        } catch let error as ImageLoadingError {
-            if error.reason == .cancelled || error.reason == .shutDown { throw error }
-            return try await failed(error, response: nil, cached: cached, remembers: false)
-        }
-        let response = download.value
-        // Nobody waits any more, and nobody asked for the cache to be filled: stop here.
-        if Task.isCancelled { throw ImageLoadingError(.cancelled, url: urlText) }
-        if response.status == 304, var cached {
-            guard policy.notModified(response.headers, matches: cached.response) else {
-                // A 304 for another representation: ask again, unconditionally.
-                return try await fetch(revalidating: nil)
-            }
-            let updated = policy.updating(
-                cached.response, with: response.headers, requestTime: response.requestTime,
-                responseTime: response.responseTime)
-            cached.response = updated
-            context.metrics.notModified()
-            let image = try await image(of: &cached)
-            if let disk = context.diskCache {
-                let (urlText, storageName) = (self.urlText, key.cache.storageName)
-                try await context.blocking(urlText) {
-                    if policy.isStorable(updated) { try? disk.update(updated) } else { disk.remove(url: storageName) }
-                    disk.removeFailure(for: urlText)
-                }
-            }
-            context.remember(image, encoded: cached.encoded, response: updated, for: key.cache)
-            emit(.completed(loaded(image, .networkNotModified, encoded: cached.encoded)))
-            return
-        }
-        guard response.status == 200 else {
-            let error = ImageLoadingError(.httpStatus(response.status), url: urlText)
-            return try await failed(error, response: response, cached: cached, remembers: download.isFirst)
-        }
-        try await accept(download, requestHeaders: headers)
-    }
-
-    /// A 200: checks the type, decodes, and stores when the response allows it.
-    private func accept(_ download: SharedStage<DownloadKey, DataResponse>.Outcome, requestHeaders: [HeaderField])
-        async throws
-    {
+    /// A 200 of an accepted type, made into the product.
+    func product(ofDownload download: SharedStage<DownloadKey, DataResponse>.Outcome) async throws -> (
+        Made, [UInt8]?
+    ) {
         let response = download.value
         _ = try context.acceptedFormat(response.body, declaredContentType: response.value("Content-Type"), url: urlText)
         let (image, bytes) = try await make(from: download)
-        var stored = StoredResponse(
-            url: key.cache.storageName, status: response.status, headers: response.headers,
-            requestTime: response.requestTime, responseTime: response.responseTime)
-        stored.varyingRequestHeaders = policy.varyingRequestHeaders(for: stored, requestHeaders: requestHeaders)
-        let storable = policy.isStorable(stored)
-        var source = LoadedImage.Source.network
-        if let disk = context.diskCache {
-            let (urlText, storageName, entry) = (self.urlText, key.cache.storageName, stored)
-            source = try await context.blocking(urlText) { () -> LoadedImage.Source in
-                disk.removeFailure(for: urlText)
-                guard storable, let bytes else {
-                    disk.remove(url: storageName)
-                    return .network
-                }
-                do {
-                    try disk.store(entry, body: bytes)
-                    return .networkToDisk
-                } catch {
-                    // A full or read-only disk: the image is still served, from memory next time.
-                    context.logger.warning(
-                        "disk cache write failed", metadata: ["url": "\(urlText)", "error": "\(error)"])
-                    return .network
-                }
-            }
-        }
-        let encoded = encodedProduct(bytes, image)
-        if storable {
-            context.remember(image, encoded: encoded, response: stored, for: key.cache)
-        } else {
-            context.memoryCache?.remove(key.cache.storageName)
-        }
-        emit(.completed(loaded(image, source, encoded: encoded)))
+        return (Made(image: image, encoded: encodedProduct(bytes, image)), bytes)
+    }
+
+    private func loaded(_ made: Made, _ source: LoadedImage.Source, _ freshness: LoadedImage.Freshness = .fresh)
+        -> LoadedImage
+    {
+        loaded(made.image, source, freshness, encoded: made.encoded)
     }
 
     private func loaded(
@@ -337,39 +245,28 @@ struct LoadOperation: Sendable {
         options.frames == .first ? try? image.encoded(as: options.outputFormat) : nil
     }
 
-    /// The origin failed. Within stale-if-error a cached image is served; error
-    /// responses are remembered (unless no-store, and once per request: `remembers`
-    /// is set for the load that asked first); then the error is reported.
-    private func failed(_ error: ImageLoadingError, response: DataResponse?, cached: Cached?, remembers: Bool)
-        async throws
-    {
-        let status = response?.status
-        let serverFailure = status.map { [500, 502, 503, 504].contains($0) } ?? true
-        if var cached, serverFailure, options.cachePolicy != .reload,
-            policy.evaluate(cached.response, now: context.now).mayServeOnError
-        {
-            let image = try await image(of: &cached)
-            emit(.cached(loaded(image, cached.source, .staleIfError, encoded: cached.encoded)))
-            emit(.failed(error))
-            return
+    /// The product stored for a file whose identity (size and modification time) is
+    /// still `identity`: from memory, or decoded from the disk's thumbnail.
+    private func storedFileProduct(identity: String) async throws -> (made: Made, source: LoadedImage.Source)? {
+        if let entry = memoryEntry(), entry.response.value("ETag") == identity, let made = entry.product {
+            context.metrics.memoryHit()
+            return (made, .memory)
         }
-        if remembers, let response, let status, status >= 400, let disk = context.diskCache {
-            let control = CacheControl(headerValues: response.headers.values(named: "Cache-Control"))
-            if !control.noStore {
-                let window = control.maxAge.map(TimeInterval.init) ?? configuration.defaultCacheControlMaxAgeForErrors
-                let (urlText, now) = (self.urlText, context.now)
-                try await context.blocking(urlText) {
-                    let previous = disk.failure(for: urlText).flatMap { $0.expires > now ? $0 : nil }
-                    // The count read back from disk may be anything: it saturates.
-                    let attempts = Checked.saturatingAdd(previous?.attempts ?? 0, 1)
-                    let record = FailureRecord(
-                        url: urlText, status: status, message: error.description, attempts: attempts,
-                        expires: previous?.expires ?? now.addingTimeInterval(window))
-                    try? disk.store(record)
-                }
-            }
+        guard let disk = context.diskCache else { return nil }
+        let name = key.cache.storageName
+        guard let (response, body) = try await context.blocking(urlText, { disk.response(for: name) }),
+            response.value("ETag") == identity
+        else { return nil }
+        do {
+            let made = try await product(ofStored: body, response: response)
+            context.metrics.diskHit()
+            return (made, .disk)
+        } catch let error as ImageLoadingError where error.isStoredBytesFailure {
+            // A stored thumbnail that no longer decodes: made again from the file.
+            context.metrics.corruptEntry()
+            try await context.blocking(urlText) { disk.remove(url: name) }
+            return nil
         }
-        throw error
     }
 
     /// A file URL. Its cached product is valid while the file's size and modification
@@ -378,11 +275,8 @@ struct LoadOperation: Sendable {
     private func loadFile() async throws {
         let path = url.path
         let identity = try await context.blocking(urlText) { try FileIdentity.tag(of: path) }
-        if options.cachePolicy != .reload, var cached = try await lookUp(), cached.response.value("ETag") == identity {
-            let image = try await image(of: &cached)
-            hit(cached)
-            emit(.cached(loaded(image, cached.source, encoded: cached.encoded)))
-            return
+        if options.cachePolicy != .reload, let cached = try await storedFileProduct(identity: identity) {
+            return emit(.cached(loaded(cached.made, cached.source)))
         }
         context.metrics.miss()
         let (image, bytes) = try await make(.file(path: path), original: nil)
@@ -396,13 +290,5 @@ struct LoadOperation: Sendable {
         let encoded = encodedProduct(bytes, image)
         context.remember(image, encoded: encoded, response: response, for: key.cache)
         emit(.completed(loaded(image, .localFile, encoded: encoded)))
-    }
-}
-
-extension ImageLoadingError {
-    /// Whether the bytes were at fault (not the network, not a cancellation).
-    var isDecodingFailure: Bool {
-        if case .decoding = reason { return true }
-        return false
     }
 }

@@ -15,6 +15,8 @@ struct PipelineContext: Sendable {
     let decoding: WorkScheduler
     let metrics: LoaderMetrics
     let recentFailures: RecentFailures
+    /// The work outside the pipeline's loads, which shutdown waits for.
+    let operations = Operations()
     /// One request per URL and header fields, whatever products wait for it.
     let downloads = SharedStage<DownloadKey, DataResponse>()
     /// One decode per download and plan, shared by the products made from it.

@@ -19,6 +19,9 @@ package final class SharedStage<Key: Hashable & Sendable, Value: Sendable>: Send
         /// Whether this waiter was the first to ask: it does what must happen once per
         /// run (remembering a failed request).
         let isFirst: Bool
+        /// Work that must happen once per run, whichever waiter asks first (one disk
+        /// write per download, however many loads of the URL share it).
+        let once: RunOnce
     }
 
     package typealias Work =
@@ -34,6 +37,7 @@ package final class SharedStage<Key: Hashable & Sendable, Value: Sendable>: Send
     private final class Run {
         let id: UInt64
         let priority = PriorityHandle(.veryLow)
+        let once = RunOnce()
         var waiters: [UInt64: Waiter] = [:]
         var task: Task<Void, Never>?
         var isCancelled = false
@@ -124,19 +128,22 @@ package final class SharedStage<Key: Hashable & Sendable, Value: Sendable>: Send
     }
 
     private func finish(_ key: Key, _ runID: UInt64, _ result: Result<Value, any Error>) {
-        let waiters = state.withLock { state -> [(UInt64, Waiter)] in
-            guard let run = state.runs[key], run.id == runID else { return [] }
+        let (waiters, once) = state.withLock { state -> ([(UInt64, Waiter)], RunOnce?) in
+            guard let run = state.runs[key], run.id == runID else { return ([], nil) }
             state.runs[key] = nil
             for id in run.waiters.keys { state.registrations[id] = nil }
-            return run.waiters.sorted { $0.key < $1.key }
+            return (run.waiters.sorted { $0.key < $1.key }, run.once)
         }
+        guard let once else { return }
         var products: [ImageProduct] = []
         for case let product? in waiters.map(\.1.product) where !products.contains(product) {
             products.append(product)
         }
         for (index, (_, waiter)) in waiters.enumerated() {
             waiter.continuation.resume(
-                with: result.map { Outcome(value: $0, run: runID, products: products, isFirst: index == 0) })
+                with: result.map {
+                    Outcome(value: $0, run: runID, products: products, isFirst: index == 0, once: once)
+                })
         }
     }
 
@@ -162,5 +169,26 @@ package final class SharedStage<Key: Hashable & Sendable, Value: Sendable>: Send
             }
         }
         waiter?.continuation.resume(throwing: CancellationError())
+    }
+}
+
+/// What the waiters of one stage run do once between them, by name: the first to ask
+/// runs it, the others wait for its answer. (A run's waiters all receive its outcome
+/// at once, and each writes the entries it is responsible for: an image load and
+/// `data(for:)` of one URL would otherwise both write the original's entry.)
+package final class RunOnce: Sendable {
+    private let tasks = Lock<[String: Task<Bool, Never>]>([:])
+
+    /// `body`'s answer for `name`, run by the first caller only.
+    func value(_ name: String, _ body: @escaping @Sendable () async -> Bool) async -> Bool {
+        let task = tasks.withLock { tasks in
+            if let running = tasks[name] { return running }
+            // Not cancelled with the caller that started it: a write under way finishes,
+            // and the other waiters need its answer.
+            let task = Task { await body() }
+            tasks[name] = task
+            return task
+        }
+        return await task.value
     }
 }

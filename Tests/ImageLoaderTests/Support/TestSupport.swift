@@ -182,3 +182,56 @@ func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
         try await Task.sleep(for: .milliseconds(10))
     }
 }
+
+/// The two paths a URL's bytes take through the HTTP cache, for tests that must hold
+/// for both: an image load, and `data(for:)` (the service's sources).
+enum CachePath: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case image, data
+
+    var testDescription: String { rawValue }
+
+    /// What a load gave, in terms both paths share.
+    struct Fetched: CustomStringConvertible {
+        let source: LoadedImage.Source
+        let freshness: LoadedImage.Freshness
+        let image: RasterImage?
+        let bytes: [UInt8]?
+
+        var description: String {
+            "\(source), \(freshness), " + (bytes.map { "\($0.count) bytes" } ?? image.map { "\($0.width)x\($0.height)" } ?? "")
+        }
+
+        /// Where it came from, with memory and disk as one (`data(for:)` has no memory cache).
+        enum Tier: Equatable { case cache, network }
+        var tier: Tier { source == .memory || source == .disk ? .cache : .network }
+
+        /// Whether it is `expected`: the same bytes, or the same pixels once decoded.
+        func matches(_ expected: [UInt8]) -> Bool {
+            if let bytes { return bytes == expected }
+            guard let image, let reference = try? ImageDecoder().decode(.bytes(expected)) else { return false }
+            return image.width == reference.width && image.pixels == reference.pixels
+        }
+    }
+
+    func fetch(_ loader: ImageLoader, _ url: URL, _ options: LoadOptions = LoadOptions()) async throws(ImageLoadingError)
+        -> Fetched
+    {
+        switch self {
+        case .image:
+            let loaded = try await loader.image(for: url, options: options)
+            return Fetched(source: loaded.source, freshness: loaded.freshness, image: loaded.image, bytes: nil)
+        case .data:
+            let loaded = try await loader.data(for: url, options: options)
+            return Fetched(source: loaded.source, freshness: loaded.freshness, image: nil, bytes: loaded.bytes)
+        }
+    }
+}
+
+/// A count several tasks add to.
+final class Tally: Sendable {
+    private let count = Lock(0)
+
+    func increment() { count.withLock { $0 += 1 } }
+
+    var value: Int { count.withLock { $0 } }
+}
