@@ -71,6 +71,85 @@ static void skip_input_data(j_decompress_ptr cinfo, long count) {
     source->bytes_in_buffer -= (size_t)count;
 }
 
+/// The next byte of the input (the source never suspends: at the end it gives a fake EOI).
+static int next_byte(j_decompress_ptr cinfo) {
+    struct jpeg_source_mgr *source = cinfo->src;
+    if (source->bytes_in_buffer == 0) (*source->fill_input_buffer)(cinfo);
+    source->bytes_in_buffer--;
+    return *source->next_input_byte++;
+}
+
+/// Copies `count` bytes of the input into `destination`; 0 when the input ended first.
+static int read_bytes(j_decompress_ptr cinfo, uint8_t *destination, size_t count) {
+    struct jpeg_source_mgr *source = cinfo->src;
+    cjpeg_decoder *decoder = decoder_of((j_common_ptr)cinfo);
+    while (count > 0) {
+        if (source->bytes_in_buffer == 0) {
+            (*source->fill_input_buffer)(cinfo);
+            if (decoder->reached_end_of_data) return 0;
+        }
+        size_t piece = count < source->bytes_in_buffer ? count : source->bytes_in_buffer;
+        memcpy(destination, source->next_input_byte, piece);
+        source->next_input_byte += piece;
+        source->bytes_in_buffer -= piece;
+        destination += piece;
+        count -= piece;
+    }
+    return 1;
+}
+
+/// libjpeg's reader for APP1 and APP2: keeps the first EXIF and the ICC chunks, skips
+/// every other one in place. Linear in the markers' bytes, whatever their number.
+static boolean read_app1_app2(j_decompress_ptr cinfo) {
+    cjpeg_decoder *decoder = decoder_of((j_common_ptr)cinfo);
+    int marker = cinfo->unread_marker;
+    long length = (long)(next_byte(cinfo) << 8);
+    length += next_byte(cinfo);
+    length -= 2;
+    if (length <= 0) return TRUE;
+    static const uint8_t exif_header[6] = { 'E', 'x', 'i', 'f', 0, 0 };
+    static const uint8_t icc_header[12] = { 'I', 'C', 'C', '_', 'P', 'R', 'O', 'F', 'I', 'L', 'E', 0 };
+    uint8_t header[14];
+    long header_length = length < 14 ? length : 14;
+    if (!read_bytes(cinfo, header, (size_t)header_length)) return TRUE;
+    long rest = length - header_length;
+    if (marker == JPEG_APP0 + 1 && decoder->exif == NULL && header_length >= 6
+        && memcmp(header, exif_header, 6) == 0) {
+        uint8_t *exif = malloc((size_t)length);
+        if (exif != NULL) {
+            memcpy(exif, header, (size_t)header_length);
+            if (read_bytes(cinfo, exif + header_length, (size_t)rest)) {
+                decoder->exif = exif;
+                decoder->exif_length = (size_t)length;
+            } else {
+                free(exif);
+            }
+            return TRUE;
+        }
+    } else if (marker == JPEG_APP0 + 2 && header_length == 14 && rest > 0 && !decoder->icc_inconsistent
+               && memcmp(header, icc_header, 12) == 0) {
+        int sequence = header[12], count = header[13];
+        if (decoder->icc_declared_count == 0) decoder->icc_declared_count = count;
+        if (count != decoder->icc_declared_count || sequence == 0 || sequence > count
+            || decoder->icc_chunks[sequence] != NULL) {
+            decoder->icc_inconsistent = 1;
+        } else {
+            uint8_t *chunk = malloc((size_t)rest);
+            if (chunk != NULL) {
+                if (read_bytes(cinfo, chunk, (size_t)rest)) {
+                    decoder->icc_chunks[sequence] = chunk;
+                    decoder->icc_lengths[sequence] = (size_t)rest;
+                } else {
+                    free(chunk);
+                }
+                return TRUE;
+            }
+        }
+    }
+    if (rest > 0) (*cinfo->src->skip_input_data)(cinfo, rest);
+    return TRUE;
+}
+
 int cjpeg_decoder_init(cjpeg_decoder *decoder,
                        const uint8_t *memory, size_t memory_size,
                        cjpeg_read_fn read, void *context, uint8_t *buffer, size_t capacity) {
@@ -101,13 +180,19 @@ int cjpeg_decoder_init(cjpeg_decoder *decoder,
     decoder->progress.progress_monitor = progress_monitor;
     decoder->cinfo.progress = &decoder->progress;
 
-    jpeg_save_markers(&decoder->cinfo, JPEG_APP0 + 1, 0xFFFF);
-    jpeg_save_markers(&decoder->cinfo, JPEG_APP0 + 2, 0xFFFF);
+    jpeg_set_marker_processor(&decoder->cinfo, JPEG_APP0 + 1, read_app1_app2);
+    jpeg_set_marker_processor(&decoder->cinfo, JPEG_APP0 + 2, read_app1_app2);
     return 0;
 }
 
 void cjpeg_decoder_destroy(cjpeg_decoder *decoder) {
     jpeg_destroy_decompress(&decoder->cinfo);
+    free(decoder->exif);
+    decoder->exif = NULL;
+    for (int sequence = 0; sequence < 256; sequence++) {
+        free(decoder->icc_chunks[sequence]);
+        decoder->icc_chunks[sequence] = NULL;
+    }
 }
 
 int cjpeg_read_header(cjpeg_decoder *decoder) {

@@ -49,6 +49,11 @@ static void reader_free(png_structp png, png_voidp pointer) {
     free(pointer);
 }
 
+/// The ancillary chunks libpng knows but no answer here uses: five bytes each (the
+/// name and a NUL), as png_set_keep_unknown_chunks takes them.
+static const png_byte ignored_chunks[] =
+    "bKGD\0cHRM\0gAMA\0hIST\0iTXt\0oFFs\0pCAL\0pHYs\0sBIT\0sCAL\0sPLT\0sRGB\0sTER\0tEXt\0tIME\0zTXt";
+
 int cpng_reader_init(cpng_reader *reader, cpng_read_fn read, void *context, size_t max_allocation) {
     memset(reader, 0, sizeof *reader);
     reader->read = read;
@@ -70,8 +75,15 @@ int cpng_reader_init(cpng_reader *reader, cpng_read_fn read, void *context, size
     // Dimensions are checked against the caller's limits in Swift; lift libpng's
     // own 1,000,000-pixel cap so that check, with its clearer error, is the one that fires.
     png_set_user_limits(reader->png, 0x7fffffff, 0x7fffffff);
-    // Ancillary chunks: at most 8 MB each once decompressed (an iCCP or zTXt bomb) and
-    // 1,000 of them, whatever this libpng's build defaults are.
+    // Only the chunks an answer needs are read: the critical ones, tRNS, iCCP and eXIf.
+    // Text (tEXt, zTXt, iTXt: a few hundred KB of zTXt inflate to gigabytes), unknown
+    // chunks and every other ancillary chunk are skipped as they pass, their CRC checked,
+    // nothing decompressed or stored.
+    png_set_keep_unknown_chunks(reader->png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
+    png_set_keep_unknown_chunks(reader->png, PNG_HANDLE_CHUNK_NEVER, ignored_chunks,
+                                (int)(sizeof ignored_chunks / 5));
+    // And should one be read after all: at most 8 MB each once decompressed (an iCCP
+    // bomb) and 1,000 of them, whatever this libpng's build defaults are.
     png_set_chunk_malloc_max(reader->png, 8000000);
     png_set_chunk_cache_max(reader->png, 1000);
     return 0;

@@ -73,7 +73,7 @@ public struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible {
     static func from(_ error: ImageDecodingError) -> ServiceError {
         switch error.reason {
         case .inputTooLarge, .tooManyPixels, .tooManyFrames, .tooManyBytes, .tooMuchWorkingMemory, .tooMuchWork,
-            .tooManyScans:
+            .tooManyScans, .tooManyMetadataBlocks:
             return ServiceError(status: 413, error.description)
         case .unrecognizedFormat: return ServiceError(status: 415, error.description)
         // What the request asked for cannot be made: the request's fault, not the source's.

@@ -39,11 +39,25 @@ typedef struct cjpeg_decoder {
     /// Warnings libjpeg raised (corrupt data it could step over).
     unsigned warnings;
     char message[JMSG_LENGTH_MAX];
+    /// What the APP1 and APP2 readers kept (every other marker is skipped as it passes):
+    /// the first EXIF APP1's data (after its "Exif\0\0"-led header, whole), and the ICC
+    /// profile's APP2 chunks by sequence number (1...255; their data after the 14-byte
+    /// header). Freed by cjpeg_decoder_destroy.
+    uint8_t *exif;
+    size_t exif_length;
+    uint8_t *icc_chunks[256];
+    size_t icc_lengths[256];
+    /// The chunk count the first ICC chunk declared; set when chunks disagree (another
+    /// count, a sequence number out of range or seen twice): the profile is then unusable.
+    int icc_declared_count;
+    int icc_inconsistent;
 } cjpeg_decoder;
 
 /// Prepares `decoder` to read either `memory` (when non-NULL) or through `read`,
-/// which fills `buffer` (`capacity` bytes, owned by the caller). APP1 (EXIF) and
-/// APP2 (ICC) markers are kept for the caller.
+/// which fills `buffer` (`capacity` bytes, owned by the caller). The first EXIF APP1
+/// and the ICC profile's APP2 chunks are kept for the caller; libjpeg keeps nothing else
+/// (its own list of saved markers grows by walking to its end, so a flood of small
+/// markers took time quadratic in their number).
 int cjpeg_decoder_init(cjpeg_decoder *decoder,
                        const uint8_t *memory, size_t memory_size,
                        cjpeg_read_fn read, void *context, uint8_t *buffer, size_t capacity);

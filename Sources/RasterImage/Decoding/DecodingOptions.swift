@@ -12,7 +12,7 @@
 /// The defaults suit untrusted input on a server: about 100 megapixels per frame
 /// (400 MB decoded), 2,000 frames and 512 MiB over all frames of an animation,
 /// 256 MiB of working memory, 400 megapixels decoded in all, 256 MiB of input,
-/// 500 progressive JPEG scans.
+/// 500 progressive JPEG scans, 10,000 metadata blocks.
 ///
 /// ```swift
 /// var options = DecodingOptions()
@@ -37,6 +37,13 @@ public struct DecodingLimits: Sendable, Hashable {
     /// Most pixels decoded over all frames, each frame counted by its own rectangle
     /// (a GIF frame may be far larger than its canvas): bounds the work of an animation.
     public var maxTotalPixels: Int = 400_000_000
+    /// Most metadata blocks a file may hold besides one per frame: GIF extension blocks
+    /// and WebP (RIFF) chunks other than frames. A file of a few hundred KB can hold a
+    /// hundred thousand of them, each read, parsed and (for WebP) allocated; none of the
+    /// files a camera, an editor or a browser writes comes near the limit. (Other
+    /// formats' metadata is skipped without being counted: PNG's unused chunks and
+    /// JPEG's unused markers as they pass; TIFF directories count as frames.)
+    public var maxMetadataBlocks: Int = 10_000
 
     /// The default limits (each property says its value).
     public init() {}
@@ -54,6 +61,13 @@ public struct DecodingLimits: Sendable, Hashable {
     func checkTotal(pixels: Int?, format: ImageFormat) throws {
         guard let pixels, pixels <= maxTotalPixels else {
             throw ImageDecodingError(.tooMuchWork(pixels: pixels ?? Int.max, limit: maxTotalPixels), format: format)
+        }
+    }
+
+    /// Throws unless `blocks` metadata blocks (besides one per frame) are allowed.
+    func checkMetadata(blocks: Int, format: ImageFormat) throws {
+        guard blocks <= maxMetadataBlocks else {
+            throw ImageDecodingError(.tooManyMetadataBlocks(limit: maxMetadataBlocks), format: format)
         }
     }
 

@@ -8,7 +8,7 @@ enum GIFDecoder: FormatDecoder {
     static let format = ImageFormat.gif
 
     static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
-        let file = try GIFFile(reader)
+        let file = try GIFFile(reader, limits: limits)
         var frames = 0
         var loopCount = 1
         var transparent = false
@@ -35,7 +35,7 @@ enum GIFDecoder: FormatDecoder {
     }
 
     static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {
-        let file = try GIFFile(reader)
+        let file = try GIFFile(reader, limits: options.limits)
         let (width, height) = (file.width, file.height)
         let limits = options.limits
         try limits.check(width: width, height: height, format: .gif)
@@ -241,11 +241,17 @@ final class GIFFile {
 
     private let gif: UnsafeMutablePointer<GifFileType>
     private let reader: ByteReader
+    private let limits: DecodingLimits
     let width: Int
     let height: Int
+    /// Extension blocks read so far, and images: every image may have one (its graphics
+    /// control) without counting against ``DecodingLimits/maxMetadataBlocks``.
+    private var extensions = 0
+    private var images = 0
 
-    init(_ reader: ByteReader) throws {
+    init(_ reader: ByteReader, limits: DecodingLimits) throws {
         self.reader = reader
+        self.limits = limits
         var error: Int32 = 0
         let input: InputFunc = { gif, buffer, count in
             Int32(ByteReader.from(gif!.pointee.UserData).read(into: buffer!, count: Int(count)))
@@ -280,12 +286,15 @@ final class GIFFile {
             try check(DGifGetRecordType(gif, &type))
             switch type {
             case IMAGE_DESC_RECORD_TYPE:
+                images += 1
                 try check(DGifGetImageDesc(gif))
                 let image = gif.pointee.Image
                 return .image(
                     Rect(left: Int(image.Left), top: Int(image.Top), width: Int(image.Width), height: Int(image.Height))
                 )
             case EXTENSION_RECORD_TYPE:
+                extensions += 1
+                try limits.checkMetadata(blocks: extensions - min(extensions, images + 1), format: .gif)
                 if let record = try readExtension() { return record }
             case TERMINATE_RECORD_TYPE:
                 return .end
@@ -315,24 +324,31 @@ final class GIFFile {
             && block.map { block in
                 block[0] == 11 && Array(UnsafeBufferPointer(start: block + 1, count: 11)) == Array("NETSCAPE2.0".utf8)
             } ?? false
-        while block != nil {
-            try check(DGifGetExtensionNext(gif, &block))
+        guard block != nil else { return record }
+        if isNetscape {
             // The NETSCAPE2.0 looping sub-block: 1, then the count (little-endian).
-            if isNetscape, let block, block[0] >= 3, block[1] == 1 {
+            try check(DGifGetExtensionNext(gif, &block))
+            if let block, block[0] >= 3, block[1] == 1 {
                 record = .loopCount(Int(block[2]) | Int(block[3]) << 8)
             }
+            if block == nil { return record }
         }
+        // The rest is not needed: skipped in place, not handed over a sub-block at a time.
+        try skipSubBlocks()
         return record
+    }
+
+    /// Moves past the data sub-blocks that follow (giflib reads nothing ahead, so the
+    /// input is where it expects the next record afterwards).
+    private func skipSubBlocks() throws {
+        guard reader.skipSubBlocks() else {
+            throw ImageDecodingError(.truncated, format: .gif, message: "data ends inside a block")
+        }
     }
 
     /// Skips the compressed pixels of the image just announced, without decoding them.
     func skipImageData() throws {
-        var codeSize: Int32 = 0
-        var block: UnsafeMutablePointer<GifByteType>? = nil
-        try check(DGifGetCode(gif, &codeSize, &block))
-        while block != nil {
-            try check(DGifGetCodeNext(gif, &block))
-        }
+        try skipSubBlocks()
     }
 
     /// Decodes the image just announced and draws it onto `canvas`.

@@ -32,6 +32,9 @@ public struct ImageDecodingError: Error, Sendable, Hashable, CustomStringConvert
         case tooMuchWorkingMemory(bytes: Int, limit: Int)
         /// Decoding every frame would touch more than ``DecodingLimits/maxTotalPixels`` pixels.
         case tooMuchWork(pixels: Int, limit: Int)
+        /// More metadata blocks (GIF extensions, WebP chunks) than
+        /// ``DecodingLimits/maxMetadataBlocks``, besides one per frame.
+        case tooManyMetadataBlocks(limit: Int)
         /// A thumbnail box with a side that is not in `1...ThumbnailOptions.maxSide`,
         /// or more pixels than ``DecodingLimits/maxPixelsPerFrame``.
         case invalidThumbnailSize(width: Int, height: Int)
@@ -84,6 +87,7 @@ public struct ImageDecodingError: Error, Sendable, Hashable, CustomStringConvert
             text = "\(name) needs \(bytes) bytes of working memory to decode, more than the limit of \(limit)"
         case .tooMuchWork(let pixels, let limit):
             text = "\(name) frames hold \(pixels) pixels to decode, more than the limit of \(limit)"
+        case .tooManyMetadataBlocks(let limit): text = "\(name) has more than \(limit) metadata blocks"
         case .invalidThumbnailSize(let width, let height):
             text = "a thumbnail of \(width)x\(height) is not possible (each side 1...\(ThumbnailOptions.maxSide))"
         case .invalidCrop(let x, let y, let width, let height):

@@ -233,6 +233,34 @@ final class ByteReader {
         }
     }
 
+    /// Moves the read position past data sub-blocks as GIF lays them out (a length byte,
+    /// that many bytes, again, until a length of 0). Returns `false` when the input ends
+    /// first. In memory, a loop over the bytes: a GIF read through giflib goes through
+    /// its read callback twice a sub-block, and a file of one-byte sub-blocks cost many
+    /// times the decode of a valid file of its size.
+    func skipSubBlocks() -> Bool {
+        if let memory {
+            var at = position
+            while at < size {
+                let length = Int(memory[at])
+                at += 1 + length
+                if length == 0 {
+                    position = at
+                    return true
+                }
+            }
+            position = size
+            reachedEnd = true
+            return false
+        }
+        var length: UInt8 = 0
+        while read(into: &length, count: 1) == 1 {
+            if length == 0 { return true }
+            seek(to: position + Int(length))
+        }
+        return false
+    }
+
     /// Moves the read position.
     func seek(to offset: Int) {
         position = max(0, offset)

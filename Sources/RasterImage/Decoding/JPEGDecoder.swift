@@ -221,34 +221,30 @@ final class JPEGReadSession {
         }
     }
 
-    /// The orientation from EXIF (APP1) and the ICC profile reassembled from its APP2 chunks.
+    /// The orientation from EXIF (APP1) and the ICC profile reassembled from its APP2
+    /// chunks, as the shim's marker readers kept them.
     func metadata() -> (orientation: Orientation, iccProfile: [UInt8]?) {
+        let decoder = state.pointee
         var orientation: Orientation?
-        var iccChunks: [Int: [UInt8]] = [:]
-        var iccChunkCount = 0
-        var iccConsistent = true
-        let iccSignature = Array("ICC_PROFILE".utf8) + [0]
-        var marker = state.pointee.cinfo.marker_list
-        while let current = marker {
-            let data = UnsafeBufferPointer(start: current.pointee.data, count: Int(current.pointee.data_length))
-            if current.pointee.marker == JPEG_APP0 + 1, orientation == nil,
-                data.starts(with: Array("Exif".utf8) + [0, 0])
-            {
-                orientation = EXIF.orientation(in: data)
-            } else if current.pointee.marker == JPEG_APP0 + 2, data.count > 14, data.starts(with: iccSignature) {
-                let sequence = Int(data[12])
-                let count = Int(data[13])
-                if iccChunkCount == 0 { iccChunkCount = count }
-                if count != iccChunkCount || sequence == 0 || sequence > count || iccChunks[sequence] != nil {
-                    iccConsistent = false
-                }
-                iccChunks[sequence] = Array(data[14...])
-            }
-            marker = current.pointee.next
+        if let exif = decoder.exif {
+            orientation = EXIF.orientation(in: UnsafeBufferPointer(start: exif, count: decoder.exif_length))
         }
         var profile: [UInt8]?
-        if iccConsistent, iccChunkCount > 0, iccChunks.count == iccChunkCount {
-            profile = (1...iccChunkCount).flatMap { iccChunks[$0]! }
+        let count = Int(decoder.icc_declared_count)
+        if decoder.icc_inconsistent == 0, count > 0 {
+            withUnsafeBytes(of: decoder.icc_chunks) { chunks in
+                withUnsafeBytes(of: decoder.icc_lengths) { lengths in
+                    let pointers = chunks.bindMemory(to: UnsafeMutablePointer<UInt8>?.self)
+                    let sizes = lengths.bindMemory(to: Int.self)
+                    guard (1...count).allSatisfy({ pointers[$0] != nil }) else { return }
+                    var joined: [UInt8] = []
+                    joined.reserveCapacity((1...count).reduce(0) { $0 + sizes[$1] })
+                    for sequence in 1...count {
+                        joined += UnsafeBufferPointer(start: pointers[sequence], count: sizes[sequence])
+                    }
+                    profile = joined
+                }
+            }
         }
         return (orientation ?? .up, profile)
     }

@@ -164,12 +164,53 @@ final class TIFFFile {
     }
 
     func pageCount(limits: DecodingLimits) throws -> Int {
-        let count = Int(TIFFNumberOfDirectories(tiff))
-        guard count <= limits.maxFrames else {
+        // libtiff's own count walks the whole chain, however long: ours stops past the limit.
+        guard directoryCount(upTo: limits.maxFrames) <= limits.maxFrames else {
             throw ImageDecodingError(.tooManyFrames(limit: limits.maxFrames), format: .tiff)
         }
+        let count = Int(TIFFNumberOfDirectories(tiff))
         try select(page: 0)
         return max(count, 1)
+    }
+
+    /// The directories in the chain from the header, counted up to `limit + 1` at most,
+    /// each visited once (a loop ends the count, as it ends libtiff's). Reads only each
+    /// directory's entry count and next offset; a chain that leaves the data ends there
+    /// (libtiff reports what is wrong with it).
+    func directoryCount(upTo limit: Int) -> Int {
+        func read(_ count: Int, at offset: UInt64) -> [UInt8]? {
+            guard let start = Int(exactly: offset), count <= 8 else { return nil }
+            var bytes = [UInt8](repeating: 0, count: count)
+            let got = bytes.withUnsafeMutableBytes { reader.read(at: start, into: $0.baseAddress!, count: count) }
+            return got == count ? bytes : nil
+        }
+        guard let header = read(8, at: 0), header[0] == header[1], header[0] == 0x49 || header[0] == 0x4D else {
+            return 0
+        }
+        let little = header[0] == 0x49
+        func number(_ bytes: [UInt8]) -> UInt64 {
+            (little ? bytes.reversed() : bytes).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        }
+        let big = number(Array(header[2..<4])) == 43
+        var next: UInt64
+        if big {
+            guard let first = read(8, at: 8) else { return 0 }
+            next = number(first)
+        } else {
+            next = number(Array(header[4..<8]))
+        }
+        var seen: Set<UInt64> = []
+        while next != 0, seen.insert(next).inserted {
+            if seen.count > limit { break }
+            guard let countBytes = read(big ? 8 : 2, at: next) else { break }
+            let (entry, header) = big ? (UInt64(20), UInt64(8)) : (UInt64(12), UInt64(2))
+            let (entries, overflow) = number(countBytes).multipliedReportingOverflow(by: entry)
+            let (length, overflowAgain) = entries.addingReportingOverflow(header)
+            let (end, overflowOnceMore) = next.addingReportingOverflow(length)
+            guard !overflow, !overflowAgain, !overflowOnceMore, let offset = read(big ? 8 : 4, at: end) else { break }
+            next = number(offset)
+        }
+        return seen.count
     }
 
     func select(page: Int) throws {

@@ -10,7 +10,7 @@ enum WebPDecoder: FormatDecoder {
     static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
         try reader.withContiguousBytes { bytes in
             let features = try WebPContainer.features(bytes)
-            let container = try WebPContainer(bytes)
+            let container = try WebPContainer(bytes, limits: limits)
             return ImageInfo(
                 format: .webp, width: container.canvasWidth ?? Int(features.width),
                 height: container.canvasHeight ?? Int(features.height), frameCount: container.frameCount,
@@ -24,7 +24,7 @@ enum WebPDecoder: FormatDecoder {
             // The bitstream header's size is checked before the container is parsed or anything allocated.
             let features = try WebPContainer.features(bytes)
             try options.limits.check(width: Int(features.width), height: Int(features.height), format: .webp)
-            let container = try WebPContainer(bytes)
+            let container = try WebPContainer(bytes, limits: options.limits)
             if features.has_animation != 0 {
                 return try decodeAnimation(bytes, container: container, options: options)
             }
@@ -180,7 +180,8 @@ struct WebPContainer {
         }
     }
 
-    init(_ bytes: UnsafeRawBufferPointer) throws {
+    init(_ bytes: UnsafeRawBufferPointer, limits: DecodingLimits) throws {
+        try WebPContainer.checkChunkCounts(bytes, limits: limits)
         var data = WebPData(bytes: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), size: bytes.count)
         var state = WEBP_DEMUX_PARSING_HEADER
         guard let demux = WebPDemuxPartial(&data, &state) else {
@@ -198,6 +199,28 @@ struct WebPContainer {
         if flags & ANIMATION_FLAG.rawValue != 0 { loopCount = Int(WebPDemuxGetI(demux, WEBP_FF_LOOP_COUNT)) }
         if let exif = WebPContainer.chunk("EXIF", in: demux) { orientation = EXIF.orientation(in: exif) ?? .up }
         iccProfile = WebPContainer.chunk("ICCP", in: demux)
+    }
+
+    /// Counts the RIFF chunks before libwebp's demuxer reads them (it allocates one
+    /// record a chunk): frames (ANMF) against `maxFrames`, the rest against
+    /// `maxMetadataBlocks`. Only the 8-byte headers are read; what the walk cannot make
+    /// sense of is left to libwebp to report.
+    static func checkChunkCounts(_ bytes: UnsafeRawBufferPointer, limits: DecodingLimits) throws {
+        let anmf = UInt32(littleEndian: 0x464D_4E41)  // "ANMF"
+        var (offset, frames, others) = (12, 0, 0)
+        // Offsets stay below the input's size plus a chunk's (32-bit) size: no overflow.
+        while offset <= bytes.count - 8 {
+            let fourCC = bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
+            let size = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)))
+            if fourCC == anmf { frames += 1 } else { others += 1 }
+            if frames > limits.maxFrames || others > limits.maxMetadataBlocks { break }
+            // Chunks are padded to an even size.
+            offset += 8 + size + (size & 1)
+        }
+        if frames > limits.maxFrames {
+            throw ImageDecodingError(.tooManyFrames(limit: limits.maxFrames), format: .webp)
+        }
+        try limits.checkMetadata(blocks: others, format: .webp)
     }
 
     private static func chunk(_ fourCC: String, in demux: OpaquePointer) -> [UInt8]? {

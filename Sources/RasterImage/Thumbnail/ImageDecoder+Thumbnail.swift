@@ -156,7 +156,7 @@ extension WebPDecoder {
             let features = try WebPContainer.features(bytes)
             let (width, height) = (Int(features.width), Int(features.height))
             try options.limits.check(width: width, height: height, format: .webp)
-            let container = try WebPContainer(bytes)
+            let container = try WebPContainer(bytes, limits: options.limits)
             if features.has_animation != 0 {
                 return try decode(reader, options: DecodingOptions(limits: options.limits, frames: options.frames))
                     .thumbnail(options: options)
