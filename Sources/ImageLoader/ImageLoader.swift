@@ -273,6 +273,9 @@ public final class ImageLoader: Sendable {
         await context.operations.waitUntilIdle()
     }
 
+    /// Whether ``shutdown()`` has been called (for tests that order events around it).
+    var isShuttingDown: Bool { isShutDown.withLock { $0 } }
+
     /// Finishes the work in flight (loads, background revalidations and prefetches,
     /// and calls of ``data(for:options:)``, ``decode(_:declaredContentType:priority:)``
     /// and ``thumbnail(of:options:declaredContentType:priority:)``), then saves the

@@ -34,7 +34,11 @@ final class ServedProcess: Sendable {
     static func start(_ arguments: [String], environment: [String: String]? = nil) async throws -> ServedProcess {
         let process = Process()
         process.executableURL = Command.executable
-        process.arguments = ["serve", "--port", "0"] + arguments
+        // Tests that are not about the request timeout get a long one: a debug build
+        // under the whole suite (or a sanitizer) can take more than the default 10 s for
+        // an image, and a 504 there would be a flake, not a finding.
+        let timeout = arguments.contains("--timeout") ? [] : ["--timeout", "600"]
+        process.arguments = ["serve", "--port", "0"] + timeout + arguments
         if let environment {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }

@@ -226,7 +226,8 @@ struct LoaderOptionsTests {
     @Test("the total timeout and the size limit are typed errors")
     func limits() async throws {
         try await withOrigin { origin, harness in
-            origin.serve("/slow.png", .init(headers: [Self.png], body: TestImages.png, delay: 3))
+            // Held until the origin stops: only the total timeout can end the load.
+            origin.serve("/slow.png", .init(headers: [Self.png], body: TestImages.png, gate: Gate()))
             origin.serve("/big.png", .init(headers: [Self.png], body: TestImages.bytes("png-photo.png")))
             let loader = try harness.loader {
                 $0.http.timeout = .seconds(1)

@@ -177,7 +177,9 @@ struct NetworkFaultTests {
 
     @Test("a redirect loop ends at the redirect limit; a redirect to another scheme is refused")
     func redirects() async throws {
-        try await withFaults { origin, _, loader in
+        // Six responses in a row: a total timeout of 2 s could pass first on a busy machine,
+        // and the limit is what is tested here.
+        try await withFaults(timeout: .seconds(60)) { origin, _, loader in
             origin.script("/loop", [.send(FaultOrigin.response(status: 302, headers: [("Location", "/loop")]))])
             try await expectFailureThenRecovery(origin, loader, path: "/loop", within: NetworkFaultTests.bound) {
                 $0 == .tooManyRedirects(limit: 5)

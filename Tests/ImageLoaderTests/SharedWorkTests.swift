@@ -31,14 +31,17 @@ struct SharedWorkTests {
     @Test("an original and two thumbnail sizes asked together: 1 request, 1 decode, 2 resamples")
     func originalAndThumbnails() async throws {
         try await withOrigin { origin, harness in
+            let answer = Gate()
             origin.serve(
                 "/p.jpg",
-                .init(headers: [Self.jpegType, ("Cache-Control", "max-age=100")], body: Self.photo, delay: 1.5))
+                .init(headers: [Self.jpegType, ("Cache-Control", "max-age=100")], body: Self.photo, gate: answer))
             let loader = try harness.loader()
             let url = origin.url("/p.jpg")
             async let original = loader.image(for: url)
             async let big = loader.thumbnail(for: url, options: large)
             async let little = loader.thumbnail(for: url, options: small)
+            try await waitUntil("all three on one download") { loader.context.downloads.counts.joined == 2 }
+            answer.open()
             let (o, b, l) = try await (original, big, little)
             let statistics = loader.statistics
             #expect(origin.count("/p.jpg") == 1)
@@ -63,13 +66,16 @@ struct SharedWorkTests {
     @Test("two thumbnail sizes without the original: one download, one reduced decode, two resamples")
     func thumbnailsShareAReducedDecode() async throws {
         try await withOrigin { origin, harness in
+            let answer = Gate()
             origin.serve(
                 "/t.jpg",
-                .init(headers: [Self.jpegType, ("Cache-Control", "max-age=100")], body: Self.photo, delay: 1.5))
+                .init(headers: [Self.jpegType, ("Cache-Control", "max-age=100")], body: Self.photo, gate: answer))
             let loader = try harness.loader()
             let url = origin.url("/t.jpg")
             async let big = loader.thumbnail(for: url, options: large)
             async let little = loader.thumbnail(for: url, options: small)
+            try await waitUntil("both on one download") { loader.context.downloads.counts.joined == 1 }
+            answer.open()
             let (b, l) = try await (big, little)
             #expect(origin.count("/t.jpg") == 1)
             #expect(loader.statistics.decodes == 1)
@@ -92,24 +98,27 @@ struct SharedWorkTests {
     @Test("a product that leaves does not cancel the download another product waits for; the last one does")
     func cancellationPerStage() async throws {
         try await withOrigin { origin, harness in
-            origin.serve("/c.jpg", .init(headers: [Self.jpegType], body: Self.photo, delay: 0.6))
-            origin.serve("/alone.jpg", .init(headers: [Self.jpegType], body: Self.photo, delay: 0.6))
+            let (answer, aloneAnswer) = (Gate(), Gate())
+            origin.serve("/c.jpg", .init(headers: [Self.jpegType], body: Self.photo, gate: answer))
+            origin.serve("/alone.jpg", .init(headers: [Self.jpegType], body: Self.photo, gate: aloneAnswer))
             let loader = try harness.loader()
             let url = origin.url("/c.jpg")
             let leaving = Task { try await loader.thumbnail(for: url, options: large) }
             let staying = Task { try await loader.image(for: url) }
-            try await Task.sleep(for: .milliseconds(200))
+            try await waitUntil("both on one download") { loader.context.downloads.counts.joined == 1 }
             leaving.cancel()
+            _ = await leaving.result
+            answer.open()
             let stayed = try await staying.value
             #expect(stayed.source == .network || stayed.source == .networkToDisk)
             #expect(origin.count("/c.jpg") == 1)
             // Alone, leaving cancels the download: nothing decoded, nothing cached.
             let alone = Task { try await loader.thumbnail(for: origin.url("/alone.jpg"), options: large) }
-            try await Task.sleep(for: .milliseconds(200))
+            try await waitUntil("the request at the origin") { origin.count("/alone.jpg") == 1 }
             alone.cancel()
             _ = await alone.result
+            aloneAnswer.open()
             await loader.waitForBackgroundWork()
-            try await Task.sleep(for: .milliseconds(700))
             #expect(loader.peek(origin.url("/alone.jpg"), product: .thumbnail(large)) == nil)
             #expect(loader.statistics.thumbnailsMade == 0)
         }
@@ -119,8 +128,9 @@ struct SharedWorkTests {
     func priorities() async throws {
         try await withOrigin { origin, harness in
             for path in ["/x.jpg", "/y.jpg"] { origin.serve(path, .init(headers: [Self.jpegType], body: Self.photo)) }
+            let release = Gate()
             origin.serve(
-                "/block.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png, delay: 2))
+                "/block.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png, gate: release))
             let loader = try harness.loader { $0.concurrentLoads = 1 }
             let block = Task { try await loader.image(for: origin.url("/block.png")) }
             try await waitUntil("the blocking request") { origin.count("/block.png") == 1 }
@@ -129,8 +139,9 @@ struct SharedWorkTests {
                     for: origin.url("/x.jpg"), options: large, loadOptions: LoadOptions(priority: .low))
             }
             let y = Task { try await loader.image(for: origin.url("/y.jpg"), options: LoadOptions(priority: .normal)) }
-            try await waitUntil("both queued") { loader.context.downloads.counts.started == 3 }
+            try await waitUntil("both queued") { loader.context.network.waiting == 2 }
             loader.setPriority(.veryHigh, for: origin.url("/x.jpg"), product: .thumbnail(large))
+            release.open()
             _ = try await (block.value, x.value, y.value)
             let order = origin.arrivalOrder
             #expect(order == ["/block.png", "/x.jpg", "/y.jpg"], "\(order)")
@@ -142,9 +153,10 @@ struct SharedWorkTests {
         try await withOrigin { origin, harness in
             origin.serve(
                 "/p1.jpg", .init(headers: [Self.jpegType, ("Cache-Control", "max-age=100")], body: Self.photo))
+            let secondAnswer = Gate()
             origin.serve(
                 "/p2.jpg",
-                .init(headers: [Self.jpegType, ("Cache-Control", "max-age=100")], body: Self.photo, delay: 0.5))
+                .init(headers: [Self.jpegType, ("Cache-Control", "max-age=100")], body: Self.photo, gate: secondAnswer))
             let loader = try harness.loader()
             let (first, second) = (origin.url("/p1.jpg"), origin.url("/p2.jpg"))
             loader.prefetch([first], product: .thumbnail(small))
@@ -155,6 +167,7 @@ struct SharedWorkTests {
             loader.prefetch([second], product: .thumbnail(small))
             loader.cancelPrefetching([second], product: .thumbnail(small))
             await loader.waitForBackgroundWork()
+            secondAnswer.open()
             #expect(loader.peek(second, product: .thumbnail(small)) == nil)
             #expect(loader.statistics.thumbnailsMade == 1)
         }
@@ -163,12 +176,14 @@ struct SharedWorkTests {
     @Test("a stale-while-revalidate caller that leaves at once never cancels the revalidation", arguments: 0..<5)
     func revalidationSurvivesTheCaller(round: Int) async throws {
         try await withOrigin { origin, harness in
-            origin.route("/swr.png") { request, _ in
+            // Each revalidation is held at the origin until its caller has left.
+            let gates = Lock<[Gate]>([])
+            origin.route("/swr.png") { request, count in
                 if request.header("If-None-Match") == "\"s\"" {
                     return .init(
                         status: 304,
                         headers: [("ETag", "\"s\""), ("Cache-Control", "max-age=10, stale-while-revalidate=100")],
-                        delay: 0.05)
+                        gate: gates.withLock { $0[count - 2] })
                 }
                 return .init(
                     headers: [
@@ -181,12 +196,15 @@ struct SharedWorkTests {
             let url = origin.url("/swr.png")
             _ = try await loader.image(for: url)
             for _ in 0..<10 {
+                let gate = Gate()
+                gates.withLock { $0.append(gate) }
                 harness.clock.advance(by: 20)
                 // Takes the stale image and leaves at once.
                 for await event in loader.events(for: url) {
                     #expect(event.image?.freshness == .staleWhileRevalidate)
                     break
                 }
+                gate.open()
                 await loader.waitForBackgroundWork()
                 let again = try await loader.image(for: url)
                 #expect(again.source == .memory && again.freshness == .fresh)
@@ -198,9 +216,11 @@ struct SharedWorkTests {
     @Test("a caller that arrives and leaves at once is unregistered: the load is cancelled", arguments: 0..<5)
     func registrationOrder(round: Int) async throws {
         try await withOrigin { origin, harness in
+            // Nothing is answered until the end (the origin opens its gates when it stops).
+            let never = Gate()
             for n in 0..<40 {
                 origin.serve(
-                    "/r\(n).png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png, delay: 0.4))
+                    "/r\(n).png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png, gate: never))
             }
             let loader = try harness.loader()
             for n in 0..<40 {
@@ -209,7 +229,6 @@ struct SharedWorkTests {
                 await task.value
             }
             await loader.waitForBackgroundWork()
-            try await Task.sleep(for: .milliseconds(500))
             for n in 0..<40 { #expect(loader.peek(origin.url("/r\(n).png")) == nil) }
             #expect(loader.statistics.decodes == 0)
         }
@@ -311,15 +330,18 @@ struct SharedWorkTests {
     @Test("data(for:): the original's bytes and headers, through the disk cache, sharing a request in flight")
     func dataForURL() async throws {
         try await withOrigin { origin, harness in
+            let answer = Gate()
             origin.serve(
                 "/d.jpg",
                 .init(
                     headers: [Self.jpegType, ("Cache-Control", "max-age=100"), ("ETag", "\"d\"")], body: Self.photo,
-                    delay: 1.5))
+                    gate: answer))
             let loader = try harness.loader()
             let url = origin.url("/d.jpg")
             async let data = loader.data(for: url)
             async let image = loader.image(for: url)
+            try await waitUntil("both on one download") { loader.context.downloads.counts.joined == 1 }
+            answer.open()
             let (d, i) = try await (data, image)
             #expect(origin.count("/d.jpg") == 1)
             #expect(d.bytes == Self.photo && d.format == .jpeg && d.value("etag") == "\"d\"")
@@ -334,7 +356,8 @@ struct SharedWorkTests {
     func headersAndDeadline() async throws {
         try await withOrigin { origin, harness in
             origin.serve("/h.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png))
-            origin.serve("/slow.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png, delay: 10))
+            // Held until the origin stops: only the deadline can end the wait.
+            origin.serve("/slow.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png, gate: Gate()))
             let loader = try harness.loader()
             _ = try await loader.image(
                 for: origin.url("/h.png"), options: LoadOptions(headers: [HeaderField("X-Tenant", "a")]))
@@ -369,13 +392,17 @@ struct SharedWorkTests {
     @Test("in a ServiceGroup, graceful shutdown finishes the load in flight, then shuts the loader down")
     func serviceShutdown() async throws {
         try await withOrigin { origin, harness in
-            origin.serve("/s.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png, delay: 0.4))
+            let answer = Gate()
+            origin.serve("/s.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png, gate: answer))
             let loader = try harness.loader()
             let group = ServiceGroup(services: [loader], logger: Logger(label: "test"))
             let running = Task { try await group.run() }
             let load = Task { try await loader.image(for: origin.url("/s.png")) }
             try await waitUntil("the request in flight") { origin.count("/s.png") == 1 }
             await group.triggerGracefulShutdown()
+            // The origin answers once the shutdown has begun: the load in flight still completes.
+            try await waitUntil("the shutdown under way") { loader.isShuttingDown }
+            answer.open()
             try await running.value
             #expect(try await load.value.image.width == 48)
             do {

@@ -84,11 +84,12 @@ struct ThumbnailLoadingTests {
     )
     func coalesced() async throws {
         try await withOrigin { origin, harness in
+            let answer = Gate()
             origin.serve(
                 "/c.png",
                 .init(
                     headers: [Self.png, ("Cache-Control", "max-age=100")], body: TestImages.bytes("png-photo.png"),
-                    delay: 0.3))
+                    gate: answer))
             let loader = try harness.loader()
             let url = origin.url("/c.png")
             let options = self.options
@@ -96,6 +97,8 @@ struct ThumbnailLoadingTests {
                 for _ in 0..<50 {
                     group.addTask { try? await loader.thumbnail(for: url, options: options).image.width }
                 }
+                try? await waitUntil("every caller on the load") { loader.statistics.coalesced == 49 }
+                answer.open()
                 var sizes: [Int?] = []
                 for await size in group { sizes.append(size) }
                 return sizes

@@ -34,19 +34,21 @@ struct WaitingThreadsTests {
         // Given one thread, held by a call that blocks until released
         let threads = WaitingThreads(threads: 1)
         let gate = DispatchSemaphore(value: 0)
-        let started = DispatchSemaphore(value: 0)
+        let started = Lock(false)
         let ran = Lock(false)
         let holder = Task {
             try await threads.run {
-                started.signal()
+                started.withLock { $0 = true }
                 gate.wait()
                 return 1
             }
         }
-        started.wait()
+        // (Waited for without blocking one of the test process's cooperative threads.)
+        try await waitUntil("the holder on its thread") { started.withLock { $0 } }
         // When a second call waits for the thread and is cancelled
+        // (Cancelled either while it waits for the thread or before it asks: both must hold.)
         let queued = Task { try await threads.run { ran.withLock { $0 = true } } }
-        try await Task.sleep(for: .milliseconds(50))
+        await Task.yield()
         queued.cancel()
         // Then it throws CancellationError while the thread is still held
         await #expect(throws: CancellationError.self) { try await queued.value }

@@ -23,7 +23,8 @@ struct CachedResultHandlerTests {
         configuration.allowsUnsigned = true
         configuration.sources = SourcePolicy(localRoot: folder.path)
         configuration.loader.cacheDirectory = nil
-        // (The whole suite runs at once on two cores.)
+        // (The whole suite runs at once on two cores, under the sanitizers several times
+        // slower: no test here is about the timeout, which is long.)
         configuration.timeout = timeout
         return (try ImageService(configuration: configuration), folder)
     }
@@ -32,7 +33,7 @@ struct CachedResultHandlerTests {
     /// and removes its folder, also when `body` throws: a loader dropped without a shutdown
     /// stops the whole test process (AsyncHTTPClient traps in its deinit).
     static func withService(
-        timeout: Duration = .seconds(30), _ body: (ImageService) async throws -> Void
+        timeout: Duration = .seconds(600), _ body: (ImageService) async throws -> Void
     ) async throws {
         let (service, folder) = try service(timeout: timeout)
         defer { try? FileManager.default.removeItem(at: folder) }

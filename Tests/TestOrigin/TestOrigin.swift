@@ -44,6 +44,8 @@ public final class TestOrigin: Sendable {
     public typealias Handler = @Sendable (_ request: Received, _ count: Int) -> Reply
 
     private let handlers = NIOLockedValueBox<[String: Handler]>([:])
+    /// Every gate a reply waited on: opened when the origin stops, so no handler is left waiting.
+    private let gates = NIOLockedValueBox<[Gate]>([])
     private let received = NIOLockedValueBox<[Received]>([])
     private let task: Task<Void, any Error>
     public let port: Int
@@ -102,6 +104,7 @@ public final class TestOrigin: Sendable {
     }
 
     public func stop() async {
+        for gate in gates.withLockedValue({ $0 }) { gate.open() }
         task.cancel()
         _ = await task.result
     }
@@ -121,7 +124,10 @@ public final class TestOrigin: Sendable {
             return (HTTPResponse(status: .notFound), ResponseBody())
         }
         let reply = handler(incoming, count)
-        if let gate = reply.gate { await gate.wait() }
+        if let gate = reply.gate {
+            gates.withLockedValue { $0.append(gate) }
+            await gate.wait()
+        }
         if reply.delay > 0 { try await Task.sleep(for: .milliseconds(Int(reply.delay * 1000))) }
         var fields = HTTPFields()
         for (name, value) in reply.headers {

@@ -173,10 +173,12 @@ final class LoaderList: Sendable {
 /// For tests that must reach a state (a request in flight, loads queued) before going
 /// on, where a fixed sleep would race a busy machine.
 func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(20)
+    // (Under the sanitizers everything takes several times longer.)
+    let scale = ProcessInfo.processInfo.environment["IMAGELOADER_TEST_TIME_SCALE"].flatMap(Double.init) ?? 1
+    let deadline = ContinuousClock.now + .seconds(20 * max(1, scale))
     while !condition() {
         guard ContinuousClock.now < deadline else {
-            Issue.record("waited 20 s for \(what)")
+            Issue.record("waited \(20 * max(1, scale)) s for \(what)")
             return
         }
         try await Task.sleep(for: .milliseconds(10))
