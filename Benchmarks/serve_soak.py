@@ -1,0 +1,510 @@
+#!/usr/bin/env python3
+"""serve_soak.py: the release `imageloader serve` under mixed traffic for a long while,
+watched for growth.
+
+    python3 Benchmarks/serve_soak.py [--minutes 30] [--binary PATH] [--work DIR]
+                                     [--plot Benchmarks/serve_soak.png] [--json FILE]
+
+What runs, all on loopback:
+  origin    a threaded Python HTTP server in this process: 24 JPEG and 12 PNG sources
+            (ImageMagick plasma photos, 1200x900 and 800x600) with an ETag and
+            Cache-Control: max-age=60 (so the service revalidates them with 304s);
+            /missing/* answers 404; /slow/* answers after 4 s (past the service's
+            --timeout 2); /truncated/* sends half the body its Content-Length promises
+            and closes.
+  service   imageloader serve with a key and salt (signed URLs), a disk cache, the
+            result cache, --workers 2 --fetches-ahead 2 --queue 8 --timeout 2.
+  clients   6 threads on keep-alive connections, each request drawn at random:
+              distinct thumbnails (new size of a source)  30%  200
+              repeats of 40 fixed URLs                     25%  200
+              conditional repeats (If-None-Match)          10%  304
+              malformed options, correctly signed           5%  400
+              unsigned or wrongly signed                    5%  403
+              sources that 404                              4%  404
+              slow sources                                  3%  504
+              truncated sources                             3%  502
+              POST /info with an image, or with text        8%  200 or 415
+              a client that closes as soon as it has sent   7%  (no answer read)
+            and every 3 minutes a burst: 4x the service's capacity (workers + fetches
+            ahead + queue = 12) in concurrent clients for 20 s asking distinct
+            thumbnails: 200 or 503 with Retry-After.
+Every 10 s it records the process's RSS (VmRSS), open descriptors (/proc/PID/fd),
+threads, and the statuses answered since the last sample.
+
+It fails (exit 1) when an answer falls outside the statuses expected for its kind, or
+when, after the warm-up (the first 5 minutes; a third of a shorter run), the service
+grows: the highest RSS of the last half of the run more than 10% above the highest of
+the first half after the warm-up, or the highest descriptor or thread count of the last
+half above the first half's. (Highest against highest: both halves hold bursts, and a
+burst's connections are descriptors; a leak raises the later half's peaks.)
+
+Installs ImageMagick with apt-get when missing, and matplotlib with pip into
+.build/serve-soak/venv for the plot. Needs the release binary (scripts/build-release.sh).
+"""
+import argparse
+import base64
+import collections
+import hashlib
+import hmac
+import http.client
+import http.server
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import socketserver
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+KEY = bytes.fromhex("943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881")
+SALT = bytes.fromhex("520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5")
+WORKERS, AHEAD, QUEUE = 2, 2, 8
+CAPACITY = WORKERS + AHEAD + QUEUE
+SAMPLE_SECONDS = 10
+BURST_EVERY = 180
+BURST_SECONDS = 20
+
+# Which statuses each kind of request may get. Whatever needs a worker may also be
+# refused with 503 while a burst fills the service; URLs are judged before that.
+EXPECTED = {
+    "distinct": {200, 503},
+    "repeat": {200, 503},
+    "conditional": {304, 503},
+    "malformed": {400},
+    "unsigned": {403},
+    "missing": {404, 503},
+    "slow": {504, 503},
+    "truncated": {502, 503},
+    "info": {200, 503},
+    "info-text": {415, 503},
+    "burst": {200, 503},
+}
+
+
+def sh(command, **kwargs):
+    return subprocess.run(command, check=True, **kwargs)
+
+
+def ensure_tools(venv):
+    if shutil.which("convert-im6.q16") is None:
+        sh(["apt-get", "update", "-q"], stdout=subprocess.DEVNULL)
+        sh(["apt-get", "install", "-y", "-q", "imagemagick"], stdout=subprocess.DEVNULL,
+           env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    python = os.path.join(venv, "bin", "python")
+    if not os.path.exists(python):
+        sh([sys.executable, "-m", "venv", venv])
+    if subprocess.run([python, "-c", "import matplotlib"], stderr=subprocess.DEVNULL).returncode != 0:
+        sh([os.path.join(venv, "bin", "pip"), "install", "-q", "matplotlib"])
+    return python
+
+
+def make_sources(directory):
+    os.makedirs(directory, exist_ok=True)
+    sources = {}
+    for index in range(36):
+        jpeg = index < 24
+        name = f"s{index:02d}.{'jpg' if jpeg else 'png'}"
+        path = os.path.join(directory, name)
+        if not os.path.exists(path):
+            size = "1200x900" if jpeg else "800x600"
+            command = ["convert-im6.q16", "-seed", str(700 + index), "-size", size, "plasma:fractal",
+                       "-blur", "0x1", "-attenuate", "0.3", "+noise", "Gaussian"]
+            command += ["-quality", "88", path + ".part.jpg"] if jpeg else ["-depth", "8", "PNG24:" + path + ".part.png"]
+            sh(command, env={**os.environ, "MAGICK_THREAD_LIMIT": "1"})
+            os.rename(path + (".part.jpg" if jpeg else ".part.png"), path)
+        with open(path, "rb") as handle:
+            sources[name] = handle.read()
+    return sources
+
+
+class Origin(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    sources = {}
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        parts = self.path.split("/")
+        kind, name = (parts[1], parts[2]) if len(parts) >= 3 else ("", "")
+        body = self.sources.get(name)
+        if kind == "missing" or body is None:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        content_type = "image/jpeg" if name.endswith(".jpg") else "image/png"
+        tag = '"' + hashlib.sha1(body).hexdigest()[:16] + '"'
+        if kind == "slow":
+            time.sleep(4)
+        if kind == "img" and self.headers.get("If-None-Match") == tag:
+            self.send_response(304)
+            self.send_header("ETag", tag)
+            self.send_header("Cache-Control", "max-age=60")
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("ETag", tag)
+        self.send_header("Cache-Control", "max-age=60")
+        self.end_headers()
+        if kind == "truncated":
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        self.wfile.write(body)
+
+
+class ThreadingServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def signed(path):
+    digest = hmac.new(KEY, SALT + path.encode(), hashlib.sha256).digest()
+    return "/" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode() + path
+
+
+def source_url(origin, kind, name):
+    return f"http://127.0.0.1:{origin}/{kind}/{name}"
+
+
+class Tally:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.counts = collections.Counter()
+        self.unexpected = []
+        self.total = collections.Counter()
+
+    def add(self, kind, status):
+        with self.lock:
+            self.counts[status] += 1
+            self.total[(kind, status)] += 1
+            if status not in EXPECTED[kind] and len(self.unexpected) < 50:
+                self.unexpected.append((kind, status))
+
+    def take(self):
+        with self.lock:
+            counts, self.counts = self.counts, collections.Counter()
+            return counts
+
+
+class Client:
+    """One keep-alive connection, reopened when the service or a timeout closes it."""
+
+    def __init__(self, port):
+        self.port = port
+        self.connection = None
+
+    def request(self, method, path, body=None, headers=None):
+        for attempt in range(2):
+            if self.connection is None:
+                self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            try:
+                self.connection.request(method, path, body=body, headers=headers or {})
+                response = self.connection.getresponse()
+                data = response.read()
+                if response.getheader("Connection", "").lower() == "close":
+                    self.close()
+                return response.status, response, data
+            except (http.client.HTTPException, ConnectionError, OSError):
+                self.close()
+                if attempt == 1:
+                    raise
+        raise RuntimeError("unreachable")
+
+    def close(self):
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+
+
+def traffic(port, origin, sources, tally, stop, seed):
+    rng = random.Random(seed)
+    names = sorted(sources)
+    repeats = [signed(f"/rs:fit:{96 + 8 * (i % 5)}:{96 + 8 * (i % 5)}/plain/" + source_url(origin, "img", names[i % len(names)]))
+               for i in range(40)]
+    tags = {}
+    client = Client(port)
+    text = b"this is not an image " * 50
+    while not stop.is_set():
+        roll = rng.random()
+        kind = "distinct"
+        try:
+            if roll < 0.30:
+                name = rng.choice(names)
+                path = signed(f"/rs:fit:{rng.randint(40, 600)}:{rng.randint(40, 600)}/plain/" + source_url(origin, "img", name))
+                status, _, _ = client.request("GET", path)
+                tally.add("distinct", status)
+            elif roll < 0.55:
+                kind = "repeat"
+                path = rng.choice(repeats)
+                status, response, _ = client.request("GET", path)
+                if status == 200 and response.getheader("ETag"):
+                    tags[path] = response.getheader("ETag")
+                tally.add("repeat", status)
+            elif roll < 0.65:
+                kind = "conditional"
+                if not tags:
+                    continue
+                path = rng.choice(sorted(tags))
+                status, _, _ = client.request("GET", path, headers={"If-None-Match": tags[path]})
+                tally.add("conditional", status)
+            elif roll < 0.70:
+                kind = "malformed"
+                option = rng.choice(["rs:squash:10:10", "w:-5", "q:500", "nonsense:1", "g:xx", "dpr:99"])
+                status, _, _ = client.request("GET", signed(f"/{option}/plain/" + source_url(origin, "img", rng.choice(names))))
+                tally.add("malformed", status)
+            elif roll < 0.75:
+                kind = "unsigned"
+                path = f"/rs:fit:100:100/plain/" + source_url(origin, "img", rng.choice(names))
+                path = rng.choice(["/insecure" + path, "/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" + path])
+                status, _, _ = client.request("GET", path)
+                tally.add("unsigned", status)
+            elif roll < 0.79:
+                kind = "missing"
+                path = signed(f"/w:{rng.randint(50, 300)}/plain/" + source_url(origin, "missing", f"m{rng.randint(0, 10**6)}.jpg"))
+                status, _, _ = client.request("GET", path)
+                tally.add("missing", status)
+            elif roll < 0.82:
+                kind = "slow"
+                path = signed(f"/w:{rng.randint(50, 300)}/plain/" + source_url(origin, "slow", rng.choice(names)) + f"?{rng.random()}")
+                status, _, _ = client.request("GET", path)
+                tally.add("slow", status)
+            elif roll < 0.85:
+                kind = "truncated"
+                path = signed(f"/w:{rng.randint(50, 300)}/plain/" + source_url(origin, "truncated", rng.choice(names)) + f"?{rng.random()}")
+                status, _, _ = client.request("GET", path)
+                tally.add("truncated", status)
+            elif roll < 0.93:
+                kind = "info"
+                if rng.random() < 0.8:
+                    status, _, _ = client.request("POST", "/info", body=sources[rng.choice(names)],
+                                                  headers={"Content-Type": "application/octet-stream"})
+                    tally.add("info", status)
+                else:
+                    kind = "info-text"
+                    status, _, _ = client.request("POST", "/info", body=text,
+                                                  headers={"Content-Type": "application/octet-stream"})
+                    tally.add("info-text", status)
+            else:
+                # A client that leaves as soon as it has asked.
+                with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+                    path = signed(f"/rs:fill:{rng.randint(50, 500)}:{rng.randint(50, 500)}/plain/" + source_url(origin, "img", rng.choice(names)))
+                    raw.sendall(f"GET {path} HTTP/1.1\r\nHost: soak\r\n\r\n".encode())
+                with tally.lock:
+                    tally.total[("departed", 0)] += 1
+        except (OSError, http.client.HTTPException) as error:
+            tally.add(kind, f"error: {type(error).__name__}")
+            client.close()
+    client.close()
+
+
+def burst(port, origin, sources, tally, seconds):
+    stop = threading.Event()
+    names = sorted(sources)
+
+    def one(seed):
+        rng = random.Random(seed)
+        client = Client(port)
+        while not stop.is_set():
+            path = signed(f"/rs:fit:{rng.randint(40, 800)}:{rng.randint(40, 800)}/plain/" + source_url(origin, "img", rng.choice(names)))
+            try:
+                status, response, _ = client.request("GET", path)
+                if status == 503 and response.getheader("Retry-After") is None:
+                    status = "503 without Retry-After"
+                tally.add("burst", status)
+            except (OSError, http.client.HTTPException) as error:
+                tally.add("burst", f"error: {type(error).__name__}")
+                client.close()
+        client.close()
+
+    threads = [threading.Thread(target=one, args=(9000 + n,), daemon=True) for n in range(4 * CAPACITY)]
+    for thread in threads:
+        thread.start()
+    time.sleep(seconds)
+    stop.set()
+    for thread in threads:
+        thread.join()
+
+
+def process_figures(pid):
+    status = {}
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            key, _, value = line.partition(":")
+            status[key] = value.strip()
+    rss = int(status["VmRSS"].split()[0]) / 1024
+    threads = int(status["Threads"])
+    descriptors = len(os.listdir(f"/proc/{pid}/fd"))
+    return rss, descriptors, threads
+
+
+def plot(python, samples, bursts, warmup, path, minutes):
+    script = r'''
+import json, sys
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+data = json.load(open(sys.argv[1]))
+samples, bursts, warmup = data["samples"], data["bursts"], data["warmup"]
+t = [s["t"] / 60 for s in samples]
+fig, axes = plt.subplots(4, 1, figsize=(10, 10), sharex=True)
+axes[0].plot(t, [s["rss"] for s in samples], color="tab:blue"); axes[0].set_ylabel("RSS (MiB)")
+axes[1].plot(t, [s["fds"] for s in samples], color="tab:orange"); axes[1].set_ylabel("open descriptors")
+axes[2].plot(t, [s["threads"] for s in samples], color="tab:green"); axes[2].set_ylabel("threads")
+statuses = sorted({k for s in samples for k in s["statuses"]}, key=str)
+bottom = [0] * len(samples)
+for status in statuses:
+    values = [s["statuses"].get(status, 0) / 10 for s in samples]
+    axes[3].bar(t, values, width=10 / 60, bottom=bottom, label=str(status), align="edge")
+    bottom = [b + v for b, v in zip(bottom, values)]
+axes[3].set_ylabel("answers/s by status"); axes[3].legend(ncol=6, fontsize=8, loc="upper left")
+for axis in axes:
+    for start in bursts:
+        axis.axvspan(start / 60, (start + 20) / 60, color="red", alpha=0.08)
+    axis.axvline(warmup / 60, color="gray", linestyle="--", linewidth=0.8)
+    axis.grid(alpha=0.3)
+axes[3].set_xlabel("minutes (red: bursts at 4x capacity; dashed: end of warm-up)")
+fig.suptitle(data["title"])
+fig.tight_layout()
+fig.savefig(sys.argv[2], dpi=90)
+'''
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump({"samples": samples, "bursts": bursts, "warmup": warmup,
+                   "title": f"imageloader serve, {minutes} minutes of mixed traffic"}, handle)
+        data = handle.name
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
+        handle.write(script)
+        program = handle.name
+    sh([python, program, data, path])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=30)
+    parser.add_argument("--binary", default=os.path.join(ROOT, ".build-release", "release", "imageloader"))
+    parser.add_argument("--work", default=os.path.join(ROOT, ".build", "serve-soak"))
+    parser.add_argument("--plot", default=os.path.join(ROOT, "Benchmarks", "serve_soak.png"))
+    parser.add_argument("--json", default=None)
+    arguments = parser.parse_args()
+    if not os.path.exists(arguments.binary):
+        sys.exit(f"serve_soak: no binary at {arguments.binary} (scripts/build-release.sh builds it)")
+    os.makedirs(arguments.work, exist_ok=True)
+    python = ensure_tools(os.path.join(arguments.work, "venv"))
+    sources = make_sources(os.path.join(arguments.work, "sources"))
+    Origin.sources = sources
+
+    origin = ThreadingServer(("127.0.0.1", 0), Origin)
+    threading.Thread(target=origin.serve_forever, daemon=True).start()
+    origin_port = origin.server_address[1]
+
+    cache = tempfile.mkdtemp(prefix="soak-cache-", dir=arguments.work)
+    log = open(os.path.join(arguments.work, "serve.log"), "w")
+    server = subprocess.Popen(
+        [arguments.binary, "serve", "--port", "0", "--key", KEY.hex(), "--salt", SALT.hex(),
+         "--allow-private-networks", "--cache-dir", cache, "--workers", str(WORKERS),
+         "--fetches-ahead", str(AHEAD), "--queue", str(QUEUE), "--timeout", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    port = None
+    deadline = time.time() + 30
+    while port is None and time.time() < deadline:
+        line = server.stdout.readline()
+        log.write(line)
+        if "listening on http://127.0.0.1:" in line:
+            port = int(line.rsplit(":", 1)[1].strip())
+    if port is None:
+        server.kill()
+        sys.exit("serve_soak: the service did not start")
+    threading.Thread(target=lambda: [log.write(line) for line in server.stdout], daemon=True).start()
+
+    tally = Tally()
+    stop = threading.Event()
+    clients = [threading.Thread(target=traffic, args=(port, origin_port, sources, tally, stop, n), daemon=True)
+               for n in range(6)]
+    for client in clients:
+        client.start()
+
+    total = arguments.minutes * 60
+    warmup = min(300, total / 3)
+    start = time.time()
+    samples, bursts = [], []
+    next_sample, next_burst = start + SAMPLE_SECONDS, start + BURST_EVERY
+    burst_thread = None
+    while time.time() - start < total:
+        now = time.time()
+        if now >= next_burst and burst_thread is None:
+            bursts.append(now - start)
+            burst_thread = threading.Thread(target=burst, args=(port, origin_port, sources, tally, BURST_SECONDS))
+            burst_thread.start()
+            next_burst += BURST_EVERY
+        if burst_thread is not None and not burst_thread.is_alive():
+            burst_thread = None
+        if now >= next_sample:
+            rss, fds, threads = process_figures(server.pid)
+            statuses = {str(k): v for k, v in tally.take().items()}
+            samples.append({"t": round(now - start, 1), "rss": round(rss, 1), "fds": fds, "threads": threads,
+                            "statuses": statuses})
+            print(f"{(now - start) / 60:5.1f} min  RSS {rss:6.1f} MiB  fds {fds:4d}  threads {threads:3d}  "
+                  f"{sum(statuses.values()) / SAMPLE_SECONDS:6.1f}/s  {statuses}", flush=True)
+            next_sample += SAMPLE_SECONDS
+        time.sleep(0.2)
+    stop.set()
+    if burst_thread is not None:
+        burst_thread.join()
+    for client in clients:
+        client.join()
+    server.send_signal(signal.SIGTERM)
+    exit_status = server.wait(timeout=60)
+    origin.shutdown()
+
+    after = [s for s in samples if s["t"] >= warmup]
+    half = len(after) // 2
+    first, last = after[:half], after[half:]
+    failures = []
+    if not first or not last:
+        failures.append("too short to compare halves")
+    else:
+        peak = {key: (max(s[key] for s in first), max(s[key] for s in last)) for key in ("rss", "fds", "threads")}
+        if peak["rss"][1] > 1.10 * peak["rss"][0]:
+            failures.append(f"RSS grew: {peak['rss'][0]} MiB to {peak['rss'][1]} MiB")
+        for key in ("fds", "threads"):
+            if peak[key][1] > peak[key][0]:
+                failures.append(f"{key} grew: {peak[key][0]} to {peak[key][1]}")
+    if tally.unexpected:
+        failures.append(f"unexpected answers: {tally.unexpected[:10]}")
+    if exit_status != 0:
+        failures.append(f"the service exited {exit_status} on SIGTERM")
+
+    summary = {
+        "minutes": arguments.minutes, "warmupSeconds": warmup, "samples": samples, "bursts": bursts,
+        "answers": {f"{k[0]} {k[1]}": v for k, v in sorted(tally.total.items(), key=str)},
+        "failures": failures,
+    }
+    if first and last:
+        summary["peaks"] = {key: {"firstHalf": peak[key][0], "lastHalf": peak[key][1]} for key in peak}
+    if arguments.json:
+        with open(arguments.json, "w") as handle:
+            json.dump(summary, handle, indent=1)
+    plot(python, samples, bursts, warmup, arguments.plot, arguments.minutes)
+    print(f"\nanswers by kind and status: {summary['answers']}")
+    if "peaks" in summary:
+        print(f"peaks after the warm-up, first half -> last half: {summary['peaks']}")
+    print(f"plot: {arguments.plot}")
+    if failures:
+        print("FAILED: " + "; ".join(failures))
+        sys.exit(1)
+    print("passed")
+
+
+if __name__ == "__main__":
+    main()
