@@ -78,7 +78,9 @@ struct CacheIntegrityTests {
         }
     }
 
-    @Test("an entry written before checksums is read once as a miss and stored again, not counted as damage")
+    @Test(
+        "an entry and a failure written before checksums are read once as misses (the entry stored again), not counted as damage"
+    )
     func earlierFormat() async throws {
         try await withOrigin { origin, harness in
             origin.serve(
@@ -98,9 +100,16 @@ struct CacheIntegrityTests {
                 atPath: harness.directory + "/entries", withIntermediateDirectories: true)
             try Data(bytes).write(to: URL(fileURLWithPath: entryPath(harness, url)))
 
-            let loader = try harness.loader()
+            // And a remembered failure as it was written then: bare JSON.
+            let failure = Data(
+                #"{"url":"\#(url.absoluteString)","status":500,"message":"old","attempts":9,"expires":1e10}"#.utf8)
+            let failurePath = harness.directory + "/entries/" + DiskCache.hash(of: url.absoluteString) + ".failure"
+            try failure.write(to: URL(fileURLWithPath: failurePath))
+
+            let loader = try harness.loader { $0.maxAttemptsForErrors = 1 }
             #expect(try await loader.image(for: url).source == .networkToDisk)
             #expect(loader.statistics.corruptCacheEntries == 0)
+            #expect(!FileManager.default.fileExists(atPath: failurePath))
             let rewritten = [UInt8](try Data(contentsOf: URL(fileURLWithPath: entryPath(harness, url))))
             #expect(rewritten.starts(with: Array("ILC2".utf8)))
             try await loader.shutdown()

@@ -579,7 +579,7 @@ struct FailureRecord: Codable, Sendable, Equatable {
 /// CRC32C of the metadata and of the body (UInt32 LE each), the metadata as JSON, the
 /// body. A file whose lengths do not add up to its size was cut short, and one whose
 /// checksums do not match changed after it was written: neither is used. "ILC1" files
-/// (before checksums) are recognised as the earlier format.
+/// and bare JSON failure records (before checksums) are recognised as the earlier format.
 enum EntryFile {
     enum Kind {
         case response, failure
@@ -616,7 +616,9 @@ enum EntryFile {
 
     static func decode(_ bytes: [UInt8], kind: Kind) -> Decoded {
         guard bytes.count >= 4 else { return .damaged("\(bytes.count) bytes") }
+        // Before checksums: a response began "ILC1", a remembered failure was bare JSON.
         if kind == .response && bytes.starts(with: earlierMagic) { return .earlierFormat }
+        if kind == .failure && bytes.first == UInt8(ascii: "{") { return .earlierFormat }
         guard bytes.count >= headerSize, bytes.starts(with: kind.magic) else { return .damaged("no entry header") }
         func little(_ range: Range<Int>) -> UInt64 { bytes[range].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
         // Lengths from the file: a damaged entry may hold any value, so they are summed checked.
