@@ -6,14 +6,19 @@ watched for growth.
                                      [--plot Benchmarks/serve_soak.png] [--json FILE]
 
 What runs, all on loopback:
-  origin    a threaded Python HTTP server in this process: 24 JPEG and 12 PNG sources
+  origin    a threaded Python HTTP server in a process of its own (in the clients'
+            process, a burst's threads starved it of Python's lock, and sources that
+            took seconds to arrive made 504s that were the harness's): 24 JPEG and 12 PNG sources
             (ImageMagick plasma photos, 1200x900 and 800x600) with an ETag and
             Cache-Control: max-age=60 (so the service revalidates them with 304s);
-            /missing/* answers 404; /slow/* answers after 4 s (past the service's
-            --timeout 2); /truncated/* sends half the body its Content-Length promises
+            /missing/* answers 404; /slow/* answers after 8 s (past the service's
+            --timeout 4); /truncated/* sends half the body its Content-Length promises
             and closes.
-  service   imageloader serve with a key and salt (signed URLs), a disk cache, the
-            result cache, --workers 2 --fetches-ahead 2 --queue 8 --timeout 2.
+  service   imageloader serve with a key and salt (signed URLs), a disk cache, a result
+            cache of 16 MiB (--result-cache-mb; the default 128 MiB takes this traffic
+            about 15 minutes to fill, and a cache still filling is growth that is not a
+            leak: full before the warm-up ends, what grows after it is news),
+            --workers 2 --fetches-ahead 2 --queue 8 --timeout 4.
   clients   6 threads on keep-alive connections, each request drawn at random:
               distinct thumbnails (new size of a source)  30%  200
               repeats of 40 fixed URLs                     25%  200
@@ -33,10 +38,14 @@ threads, and the statuses answered since the last sample.
 
 It fails (exit 1) when an answer falls outside the statuses expected for its kind, or
 when, after the warm-up (the first 5 minutes; a third of a shorter run), the service
-grows: the highest RSS of the last half of the run more than 10% above the highest of
-the first half after the warm-up, or the highest descriptor or thread count of the last
-half above the first half's. (Highest against highest: both halves hold bursts, and a
-burst's connections are descriptors; a leak raises the later half's peaks.)
+grows. The samples after the warm-up are split into halves and compared:
+  RSS          the highest of the last half more than 10% above the first half's;
+  threads      the highest of the last half above the first half's;
+  descriptors  the median of the last half's steady samples above the first half's.
+Descriptors are mostly connections, whose number in flight moves by a few from one
+sample to the next and by fifty in a burst: they are compared outside bursts (and the
+20 s after one), by median, where a leak would move them and chance would not; the
+peaks are reported too. `--judge FILE` judges a run recorded with `--json` again.
 
 Installs ImageMagick with apt-get when missing, and matplotlib with pip into
 .build/serve-soak/venv for the plot. Needs the release binary (scripts/build-release.sh).
@@ -49,6 +58,7 @@ import hmac
 import http.client
 import http.server
 import json
+import multiprocessing
 import os
 import random
 import shutil
@@ -144,7 +154,7 @@ class Origin(http.server.BaseHTTPRequestHandler):
         content_type = "image/jpeg" if name.endswith(".jpg") else "image/png"
         tag = '"' + hashlib.sha1(body).hexdigest()[:16] + '"'
         if kind == "slow":
-            time.sleep(4)
+            time.sleep(8)
         if kind == "img" and self.headers.get("If-None-Match") == tag:
             self.send_response(304)
             self.send_header("ETag", tag)
@@ -172,6 +182,14 @@ class ThreadingServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
     def handle_error(self, request, client_address):
         # The service hangs up on slow sources once its timeout passes: expected, not news.
         pass
+
+
+def run_origin(sources, ports):
+    """The origin's process: serves until it is terminated."""
+    Origin.sources = sources
+    server = ThreadingServer(("127.0.0.1", 0), Origin)
+    ports.put(server.server_address[1])
+    server.serve_forever()
 
 
 def signed(path):
@@ -394,6 +412,46 @@ fig.savefig(sys.argv[2], dpi=90)
     sh([python, program, data, path])
 
 
+def halves(samples, warmup):
+    after = [s for s in samples if s["t"] >= warmup]
+    return after[: len(after) // 2], after[len(after) // 2:]
+
+
+def steady(samples, bursts):
+    """The samples whose 10 s do not overlap a burst or the 20 s after it."""
+    def quiet(sample):
+        start = sample["t"] - SAMPLE_SECONDS
+        return all(sample["t"] <= b or start >= b + BURST_SECONDS + 20 for b in bursts)
+    return [s for s in samples if quiet(s)]
+
+
+def figures(samples, bursts, warmup):
+    first, last = halves(samples, warmup)
+    if not first or not last:
+        return None
+    import statistics
+    return {
+        "rssPeak": [max(s["rss"] for s in first), max(s["rss"] for s in last)],
+        "threadsPeak": [max(s["threads"] for s in first), max(s["threads"] for s in last)],
+        "fdsSteadyMedian": [statistics.median(s["fds"] for s in steady(part, bursts)) for part in (first, last)],
+        "fdsPeak": [max(s["fds"] for s in first), max(s["fds"] for s in last)],
+    }
+
+
+def judge(samples, bursts, warmup):
+    values = figures(samples, bursts, warmup)
+    if values is None:
+        return ["too short to compare halves"]
+    failures = []
+    if values["rssPeak"][1] > 1.10 * values["rssPeak"][0]:
+        failures.append(f"RSS grew: {values['rssPeak'][0]} MiB to {values['rssPeak'][1]} MiB")
+    if values["threadsPeak"][1] > values["threadsPeak"][0]:
+        failures.append(f"threads grew: {values['threadsPeak'][0]} to {values['threadsPeak'][1]}")
+    if values["fdsSteadyMedian"][1] > values["fdsSteadyMedian"][0]:
+        failures.append(f"descriptors grew: median {values['fdsSteadyMedian'][0]} to {values['fdsSteadyMedian'][1]}")
+    return failures
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=30)
@@ -401,24 +459,34 @@ def main():
     parser.add_argument("--work", default=os.path.join(ROOT, ".build", "serve-soak"))
     parser.add_argument("--plot", default=os.path.join(ROOT, "Benchmarks", "serve_soak.png"))
     parser.add_argument("--json", default=None)
+    parser.add_argument("--result-cache-mb", type=int, default=16)
+    parser.add_argument("--judge", metavar="FILE", help="judge a run recorded with --json again, and stop")
     arguments = parser.parse_args()
+    if arguments.judge:
+        with open(arguments.judge) as handle:
+            recorded = json.load(handle)
+        failures = judge(recorded["samples"], recorded["bursts"], recorded["warmupSeconds"])
+        print(figures(recorded["samples"], recorded["bursts"], recorded["warmupSeconds"]))
+        print("FAILED: " + "; ".join(failures) if failures else "passed")
+        sys.exit(1 if failures else 0)
     if not os.path.exists(arguments.binary):
         sys.exit(f"serve_soak: no binary at {arguments.binary} (scripts/build-release.sh builds it)")
     os.makedirs(arguments.work, exist_ok=True)
     python = ensure_tools(os.path.join(arguments.work, "venv"))
     sources = make_sources(os.path.join(arguments.work, "sources"))
-    Origin.sources = sources
 
-    origin = ThreadingServer(("127.0.0.1", 0), Origin)
-    threading.Thread(target=origin.serve_forever, daemon=True).start()
-    origin_port = origin.server_address[1]
+    ports = multiprocessing.Queue()
+    origin = multiprocessing.Process(target=run_origin, args=(sources, ports), daemon=True)
+    origin.start()
+    origin_port = ports.get(timeout=30)
 
     cache = tempfile.mkdtemp(prefix="soak-cache-", dir=arguments.work)
     log = open(os.path.join(arguments.work, "serve.log"), "w")
     server = subprocess.Popen(
         [arguments.binary, "serve", "--port", "0", "--key", KEY.hex(), "--salt", SALT.hex(),
          "--allow-private-networks", "--cache-dir", cache, "--workers", str(WORKERS),
-         "--fetches-ahead", str(AHEAD), "--queue", str(QUEUE), "--timeout", "2"],
+         "--fetches-ahead", str(AHEAD), "--queue", str(QUEUE), "--timeout", "4",
+         "--result-cache-mb", str(arguments.result_cache_mb)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     port = None
     deadline = time.time() + 30
@@ -470,40 +538,29 @@ def main():
         client.join()
     server.send_signal(signal.SIGTERM)
     exit_status = server.wait(timeout=60)
-    origin.shutdown()
+    origin.terminate()
 
-    after = [s for s in samples if s["t"] >= warmup]
-    half = len(after) // 2
-    first, last = after[:half], after[half:]
-    failures = []
-    if not first or not last:
-        failures.append("too short to compare halves")
-    else:
-        peak = {key: (max(s[key] for s in first), max(s[key] for s in last)) for key in ("rss", "fds", "threads")}
-        if peak["rss"][1] > 1.10 * peak["rss"][0]:
-            failures.append(f"RSS grew: {peak['rss'][0]} MiB to {peak['rss'][1]} MiB")
-        for key in ("fds", "threads"):
-            if peak[key][1] > peak[key][0]:
-                failures.append(f"{key} grew: {peak[key][0]} to {peak[key][1]}")
+    failures = judge(samples, bursts, warmup)
     if tally.unexpected:
         failures.append(f"unexpected answers: {tally.unexpected[:10]}")
     if exit_status != 0:
         failures.append(f"the service exited {exit_status} on SIGTERM")
+    peak = figures(samples, bursts, warmup)
 
     summary = {
         "minutes": arguments.minutes, "warmupSeconds": warmup, "samples": samples, "bursts": bursts,
         "answers": {f"{k[0]} {k[1]}": v for k, v in sorted(tally.total.items(), key=str)},
         "failures": failures,
     }
-    if first and last:
-        summary["peaks"] = {key: {"firstHalf": peak[key][0], "lastHalf": peak[key][1]} for key in peak}
+    if peak:
+        summary["halves"] = peak
     if arguments.json:
         with open(arguments.json, "w") as handle:
             json.dump(summary, handle, indent=1)
     plot(python, samples, bursts, warmup, arguments.plot, arguments.minutes)
     print(f"\nanswers by kind and status: {summary['answers']}")
-    if "peaks" in summary:
-        print(f"peaks after the warm-up, first half -> last half: {summary['peaks']}")
+    if "halves" in summary:
+        print(f"after the warm-up, first half -> last half: {summary['halves']}")
     print(f"plot: {arguments.plot}")
     if failures:
         print("FAILED: " + "; ".join(failures))
