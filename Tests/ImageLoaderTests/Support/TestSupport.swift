@@ -169,16 +169,18 @@ final class LoaderList: Sendable {
     var all: [ImageLoader] { loaders.withLock { $0 } }
 }
 
-/// Waits until `condition` holds, polling every 10 ms; records an issue after 20 s.
+/// Waits until `condition` holds, polling every 10 ms; records an issue after 120 s.
 /// For tests that must reach a state (a request in flight, loads queued) before going
 /// on, where a fixed sleep would race a busy machine.
 func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
-    // (Under the sanitizers everything takes several times longer.)
+    // Only a state never reached should get here: the whole suite shares two cores, where
+    // synchronous tests can hold both of the cooperative pool's threads for many seconds
+    // (20 s was once not enough), and the sanitizers slow everything several times.
     let scale = ProcessInfo.processInfo.environment["IMAGELOADER_TEST_TIME_SCALE"].flatMap(Double.init) ?? 1
-    let deadline = ContinuousClock.now + .seconds(20 * max(1, scale))
+    let deadline = ContinuousClock.now + .seconds(120 * max(1, scale))
     while !condition() {
         guard ContinuousClock.now < deadline else {
-            Issue.record("waited \(20 * max(1, scale)) s for \(what)")
+            Issue.record("waited \(120 * max(1, scale)) s for \(what)")
             return
         }
         try await Task.sleep(for: .milliseconds(10))

@@ -180,3 +180,11 @@ func expectDecodingError(
     }
     return nil
 }
+
+/// Runs `body` on a new thread and waits for it there: synchronous work of seconds does
+/// not hold one of the two threads the whole suite's async tests share.
+func onThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+    }
+}
