@@ -14,7 +14,8 @@ public struct ImageLoadingError: Error, Sendable, Hashable, CustomStringConverti
     public enum Reason: Sendable, Hashable {
         /// The origin answered with an error status (4xx or 5xx, or one the loader cannot use).
         case httpStatus(Int)
-        /// The connection failed (refused, reset, DNS, TLS, ...).
+        /// The connection failed: refused, reset, closed by the origin before the response
+        /// ended (a body cut short that way included), DNS, TLS, ...
         case network(String)
         /// The connect timeout, the read (idle) timeout or the total timeout passed.
         case timeout

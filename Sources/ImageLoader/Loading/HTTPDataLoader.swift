@@ -250,7 +250,9 @@ public final class HTTPDataLoader: DataLoading {
             case .alreadyShutdown:
                 return ImageLoadingError(.shutDown, url: url)
             case .remoteConnectionClosed:
-                return ImageLoadingError(.invalidResponse("the connection closed before the response ended"), url: url)
+                // A connection failure like a reset, not a malformed response: the origin
+                // went away (while it was asked, or before it finished).
+                return ImageLoadingError(.network("the connection closed before the response ended"), url: url)
             default:
                 break
             }
