@@ -606,15 +606,7 @@ struct ServeCommandTests {
             // --timeout (and a second).
             let trickle = try RawConnection(port: server.port)
             trickle.send("GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
-            let start = ContinuousClock.now
-            var received: [UInt8] = []
-            var closedAfter: Duration?
-            while closedAfter == nil && ContinuousClock.now - start < .seconds(20) {
-                trickle.send("x")
-                let part = try await trickle.read(for: 0.2)
-                received += part.bytes
-                if part.closed { closedAfter = ContinuousClock.now - start }
-            }
+            let (received, closedAfter) = await trickle.trickle(every: 0.2, for: 20)
             #expect(String(decoding: received, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
             let closed = try #require(closedAfter)
             #expect(closed > .seconds(2) && closed < .seconds(12), "\(closed)")

@@ -205,6 +205,34 @@ final class RawConnection {
         }
     }
 
+    /// Sends a byte every `interval` seconds, reading what comes back, until the server
+    /// closes the connection or `limit` seconds pass: the bytes, and when it closed. On a
+    /// thread of its own, so the pace holds while the suite's async tasks wait for one of
+    /// the few threads they share.
+    func trickle(every interval: Double, for limit: Double) async -> (bytes: [UInt8], closedAfter: Duration?) {
+        let fd = self.fd
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                let start = ContinuousClock.now
+                var received: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while ContinuousClock.now - start < .milliseconds(Int(limit * 1000)) {
+                    _ = [UInt8(ascii: "x")].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, 1, Int32(MSG_NOSIGNAL)) }
+                    var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                    if poll(&poller, 1, Int32(interval * 1000)) > 0 {
+                        let count = recv(fd, &buffer, buffer.count, 0)
+                        if count <= 0 {
+                            continuation.resume(returning: (received, ContinuousClock.now - start))
+                            return
+                        }
+                        received += buffer[..<count]
+                    }
+                }
+                continuation.resume(returning: (received, nil))
+            }
+        }
+    }
+
     /// Reads what arrives within `seconds`, until the server closes the connection or
     /// the bytes so far satisfy `enough`: the bytes, and whether it closed. It looks every
     /// 10 ms and sleeps between, so it never holds one of the few threads async code runs on.

@@ -274,7 +274,7 @@ struct HardeningTests {
             origin.serve("/image.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png))
             let loader = try harness.loader {
                 $0.cacheDirectory = nil
-                $0.http.timeout = .seconds(5)
+                $0.http.timeout = .seconds(40)  // within the time limit
                 $0.http.addressFilter = { $0 == "127.0.0.1" }
             }
             // Given every thread of the shared pool held, as lookups stuck on a silent

@@ -368,8 +368,9 @@ struct SharedWorkTests {
                 Issue.record("answered after the deadline")
             } catch let error as ImageLoadingError {
                 #expect(error.reason == .timeout)
-                // The origin answers at 10 s; a busy machine (the other suites run alongside) may be slow to wake us.
-                #expect(ContinuousClock.now - deadline < .seconds(5))
+                // The loader's own timeout is 120 s: an end well before it is the deadline's,
+                // however long a busy machine (the other suites alongside) took to wake us.
+                #expect(ContinuousClock.now - deadline < .seconds(60))
             }
         }
     }

@@ -69,7 +69,10 @@ struct LoaderHarness: Sendable {
         configuration.cacheDirectory = directory
         let clock = self.clock
         configuration.clock = { clock.now }
-        configuration.http.timeout = .seconds(10)
+        // Long: a test about a timeout sets its own. The total timeout races a sleep on
+        // the cooperative pool, which the whole suite's synchronous work can hold for many
+        // seconds on two cores; then a short one ends loads the test is not about.
+        configuration.http.timeout = .seconds(120)
         change(&configuration)
         return configuration
     }
