@@ -116,7 +116,8 @@ extension ImageLoader {
     public func data(for url: URL, options: LoadOptions = LoadOptions()) async throws(ImageLoadingError) -> LoadedData {
         let url = url.droppingFragment
         let operation = DataOperation(url: url, options: options, context: context)
-        return try await context.operations.run(url.absoluteString) { () async throws(ImageLoadingError) -> LoadedData in
+        return try await context.operations.run(url.absoluteString) {
+            () async throws(ImageLoadingError) -> LoadedData in
             guard let deadline = options.deadline else {
                 return try await mappingErrors(url.absoluteString, operation.run)
             }

@@ -149,7 +149,9 @@ private struct ResultSizes {
         if widthRatio > heightRatio && widthRatio > 1 {
             (cropWidth, cropHeight) = (scaledWidth, Self.scale(scaledWidth, Double(targetHeight) / Double(targetWidth)))
         } else if heightRatio > widthRatio && heightRatio > 1 {
-            (cropWidth, cropHeight) = (Self.scale(scaledHeight, Double(targetWidth) / Double(targetHeight)), scaledHeight)
+            (cropWidth, cropHeight) = (
+                Self.scale(scaledHeight, Double(targetWidth) / Double(targetHeight)), scaledHeight
+            )
         }
     }
 

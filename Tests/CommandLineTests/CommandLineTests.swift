@@ -176,7 +176,10 @@ struct CommandLineTests {
 
     @Test(
         "thumbnail refuses a side outside 1...16384 in one line, instead of making another size",
-        arguments: [["--size", "0"], ["--size", "16385"], ["--width", "20000", "--height", "10"], ["--width", "10", "--height", "0"]])
+        arguments: [
+            ["--size", "0"], ["--size", "16385"], ["--width", "20000", "--height", "10"],
+            ["--width", "10", "--height", "0"],
+        ])
     func thumbnailSizeOutOfRange(_ size: [String]) async throws {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("size-\(UUID().uuidString).png").path
         defer { try? FileManager.default.removeItem(atPath: output) }

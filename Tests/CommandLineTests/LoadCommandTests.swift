@@ -94,7 +94,8 @@ struct LoadCommandTests {
         try await Command.withTemporaryDirectory { directory in
             origin.route("/r.png") { _, count in
                 count == 1
-                    ? .init(headers: [Self.png, ("ETag", "\"r\""), ("Cache-Control", cacheControl)], body: TestAssets.png)
+                    ? .init(
+                        headers: [Self.png, ("ETag", "\"r\""), ("Cache-Control", cacheControl)], body: TestAssets.png)
                     : .init(status: 503)
             }
             let arguments = ["load", origin.url("/r.png").absoluteString, "--json", "--cache-dir", directory.path]

@@ -417,7 +417,8 @@ struct ServeCommandTests {
         let (first, burstGate) = (Gate(), Gate())
         for index in 0..<8 {
             origin.serve(
-                "/slow\(index).jpg", .init(headers: [Self.jpeg, ("Cache-Control", "max-age=60")], body: photo, gate: first))
+                "/slow\(index).jpg",
+                .init(headers: [Self.jpeg, ("Cache-Control", "max-age=60")], body: photo, gate: first))
             origin.serve(
                 "/held\(index).jpg",
                 .init(headers: [Self.jpeg, ("Cache-Control", "max-age=60")], body: photo, gate: burstGate))

@@ -116,7 +116,8 @@ struct DiskCacheTests {
         cache.removeAll()
         #expect(
             cache.statistics
-                == DiskCache.Statistics(entries: 0, failures: 0, bytes: 0, maxBytes: cache.maxBytes, corruptEntriesRemoved: 0))
+                == DiskCache.Statistics(
+                    entries: 0, failures: 0, bytes: 0, maxBytes: cache.maxBytes, corruptEntriesRemoved: 0))
         #expect((try FileManager.default.contentsOfDirectory(atPath: harness.directory + "/entries")).isEmpty)
     }
 

@@ -15,7 +15,9 @@ import Testing
 struct HTTPCachingTests {
     static let png = ("Content-Type", "image/png")
 
-    @Test("max-age: fresh responses come from the cache, from disk after a restart, with no request", arguments: CachePath.allCases)
+    @Test(
+        "max-age: fresh responses come from the cache, from disk after a restart, with no request",
+        arguments: CachePath.allCases)
     func maxAge(_ path: CachePath) async throws {
         try await withOrigin { origin, harness in
             origin.serve(
@@ -246,7 +248,9 @@ struct HTTPCachingTests {
         }
     }
 
-    @Test("Vary: a stored response answers only requests with the same header values; Vary: * never", arguments: CachePath.allCases)
+    @Test(
+        "Vary: a stored response answers only requests with the same header values; Vary: * never",
+        arguments: CachePath.allCases)
     func vary(_ path: CachePath) async throws {
         try await withOrigin { origin, harness in
             origin.route("/v.png") { request, _ in
@@ -279,7 +283,8 @@ struct HTTPCachingTests {
         }
     }
 
-    @Test("a 304 updates the stored headers (not Content-Length) and starts the age again", arguments: CachePath.allCases)
+    @Test(
+        "a 304 updates the stored headers (not Content-Length) and starts the age again", arguments: CachePath.allCases)
     func notModifiedUpdates(_ path: CachePath) async throws {
         try await withOrigin { origin, harness in
             origin.route("/u.png") { request, count in
@@ -421,7 +426,9 @@ struct HTTPCachingTests {
         await harness.cleanUp()
     }
 
-    @Test("immutable is not revalidated while fresh, even when a revalidation is asked for", arguments: CachePath.allCases)
+    @Test(
+        "immutable is not revalidated while fresh, even when a revalidation is asked for", arguments: CachePath.allCases
+    )
     func immutable(_ path: CachePath) async throws {
         try await withOrigin { origin, harness in
             origin.serve(
@@ -493,7 +500,9 @@ struct HTTPCachingTests {
         }
     }
 
-    @Test("failures are remembered: past the attempts allowed, the origin is not asked again", arguments: CachePath.allCases)
+    @Test(
+        "failures are remembered: past the attempts allowed, the origin is not asked again",
+        arguments: CachePath.allCases)
     func rememberedFailures(_ path: CachePath) async throws {
         try await withOrigin { origin, harness in
             origin.serve("/f.png", .init(status: 500, headers: [("Cache-Control", "max-age=60")]))
@@ -523,11 +532,13 @@ struct HTTPCachingTests {
         try await withOrigin { origin, harness in
             let answer = Gate()
             origin.serve(
-                "/w.png", .init(headers: [Self.png, ("Cache-Control", "max-age=100")], body: TestImages.png, gate: answer))
+                "/w.png",
+                .init(headers: [Self.png, ("Cache-Control", "max-age=100")], body: TestImages.png, gate: answer))
             let loader = try harness.loader()
             let writes = Tally()
             let disk = try #require(loader.diskCache)
-            disk.writeFault.withLock { $0 = { path in
+            disk.writeFault.withLock {
+                $0 = { path in
                     if path.hasSuffix(".response") { writes.increment() }
                     return nil
                 }

@@ -18,7 +18,9 @@ struct LifecycleTests {
             origin.route("/p.png") { _, count in
                 count == 1
                     ? .init(
-                        headers: [Self.png, ("Cache-Control", "max-age=10, stale-while-revalidate=100"), ("ETag", "\"p\"")],
+                        headers: [
+                            Self.png, ("Cache-Control", "max-age=10, stale-while-revalidate=100"), ("ETag", "\"p\""),
+                        ],
                         body: TestImages.png)
                     : .init(status: 304, headers: [("ETag", "\"p\""), ("Cache-Control", "max-age=10")], gate: answer)
             }
@@ -46,7 +48,8 @@ struct LifecycleTests {
         try await withOrigin { origin, harness in
             let answer = Gate()
             origin.serve(
-                "/d.png", .init(headers: [Self.png, ("Cache-Control", "max-age=100")], body: TestImages.png, gate: answer))
+                "/d.png",
+                .init(headers: [Self.png, ("Cache-Control", "max-age=100")], body: TestImages.png, gate: answer))
             let loader = try harness.loader()
             let url = origin.url("/d.png")
             let data = Task { try await loader.data(for: url) }
@@ -78,7 +81,9 @@ struct LifecycleTests {
         // One decode holds the only worker; a thumbnail and a second decode queue behind it.
         let running = Task { try await loader.decode(TestImages.png) }
         try await waitUntil("the first decode on the worker") { decoder.entered == 1 }
-        let thumbnail = Task { try await loader.thumbnail(of: TestImages.png, options: ThumbnailOptions(maxPixelSize: 8)) }
+        let thumbnail = Task {
+            try await loader.thumbnail(of: TestImages.png, options: ThumbnailOptions(maxPixelSize: 8))
+        }
         let queued = Task { try await loader.decode(TestImages.otherPNG) }
         try await waitUntil("both queued for the worker") { loader.context.decoding.waiting == 2 }
         let shutdown = Task { try await loader.shutdown() }

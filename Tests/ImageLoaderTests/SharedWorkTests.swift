@@ -357,7 +357,8 @@ struct SharedWorkTests {
         try await withOrigin { origin, harness in
             origin.serve("/h.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png))
             // Held until the origin stops: only the deadline can end the wait.
-            origin.serve("/slow.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png, gate: Gate()))
+            origin.serve(
+                "/slow.png", .init(headers: [("Content-Type", "image/png")], body: TestImages.png, gate: Gate()))
             let loader = try harness.loader()
             _ = try await loader.image(
                 for: origin.url("/h.png"), options: LoadOptions(headers: [HeaderField("X-Tenant", "a")]))

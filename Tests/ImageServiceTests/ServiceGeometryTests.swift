@@ -216,7 +216,8 @@ struct ServiceGeometryTests {
         // size the geometry promises is the size the decoder makes. (The decodes run on a
         // thread of their own, not on one of the two the suite's async tests share.)
         let rows = Self.rows.filter { !$0.enlarge }
-        let made = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[(Int, Int)], any Error>) in
+        let made = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<[(Int, Int)], any Error>) in
             Thread.detachNewThread {
                 continuation.resume(
                     with: Result {
@@ -233,7 +234,8 @@ struct ServiceGeometryTests {
                                 image = made
                             } else {
                                 let pixels = [UInt8](repeating: 90, count: row.source.0 * row.source.1 * 4)
-                                guard let raster = RasterImage(width: row.source.0, height: row.source.1, pixels: pixels)
+                                guard
+                                    let raster = RasterImage(width: row.source.0, height: row.source.1, pixels: pixels)
                                 else { throw CocoaError(.featureUnsupported) }
                                 image = try PNGEncoder().encode(raster)
                                 images[key] = image

@@ -215,7 +215,8 @@ struct AncillaryFloodTests {
         },
         Flood(name: "JPEG large APP1 markers", format: .jpeg) {
             try jpeg(
-                inserting: repeated(jpegSegment(0xE1, Array("Exif\0\0MM\0*".utf8) + [UInt8](repeating: 0, count: 65000))))
+                inserting: repeated(
+                    jpegSegment(0xE1, Array("Exif\0\0MM\0*".utf8) + [UInt8](repeating: 0, count: 65000))))
         },
         Flood(name: "JPEG ICC APP2 markers", format: .jpeg) {
             try jpeg(
@@ -286,7 +287,9 @@ struct AncillaryFloodTests {
         return best
     }
 
-    @Test("info, decode and thumbnail answer (an image or a typed limit) within the work of a valid decode", arguments: floods)
+    @Test(
+        "info, decode and thumbnail answer (an image or a typed limit) within the work of a valid decode",
+        arguments: floods)
     func bounded(_ flood: Flood) async throws {
         // Seconds of synchronous work: measured on a thread of its own, not on one of the
         // two the whole suite's async tests share (the CPU time is that thread's), then

@@ -175,7 +175,10 @@ struct ResourceLimitTests {
 
     @Test(
         "a crop rectangle outside the image is .invalidCrop, never a clamped one",
-        arguments: [(-1, 0, 4, 4), (0, -1, 4, 4), (0, 0, 0, 4), (0, 0, 4, -2), (45, 0, 4, 4), (0, 0, 49, 4), (.max, 0, 4, 4), (4, 4, .max, 2)])
+        arguments: [
+            (-1, 0, 4, 4), (0, -1, 4, 4), (0, 0, 0, 4), (0, 0, 4, -2), (45, 0, 4, 4), (0, 0, 49, 4), (.max, 0, 4, 4),
+            (4, 4, .max, 2),
+        ])
     func cropRectangles(x: Int, y: Int, width: Int, height: Int) throws {
         let image = try ImageDecoder().decode(.file(path: Fixtures.root + "/images/png-rgba8.png"))
         #expect(image.width == 48)

@@ -168,7 +168,9 @@ public final class DiskCache: Sendable {
             if FileSystem.exists(path(hash, .response)) { remove(hash: hash, kind: .response) }
             return nil
         }
-        guard let (metadata, body) = checked(EntryFile.decode(bytes, kind: .response), hash: hash, kind: .response, key: key),
+        guard
+            let (metadata, body) = checked(
+                EntryFile.decode(bytes, kind: .response), hash: hash, kind: .response, key: key),
             let response = try? JSONDecoder().decode(StoredResponse.self, from: Data(metadata)), response.url == key
         else {
             remove(hash: hash, kind: .response)
@@ -320,7 +322,8 @@ public final class DiskCache: Sendable {
         guard hasFailure(hash: hash), let bytes = readFile(path(hash, .failure)) else {
             return nil
         }
-        guard let (metadata, _) = checked(EntryFile.decode(bytes, kind: .failure), hash: hash, kind: .failure, key: key),
+        guard
+            let (metadata, _) = checked(EntryFile.decode(bytes, kind: .failure), hash: hash, kind: .failure, key: key),
             let record = try? JSONDecoder().decode(FailureRecord.self, from: Data(metadata)), record.url == key
         else {
             remove(hash: hash, kind: .failure)
@@ -620,7 +623,9 @@ enum EntryFile {
         if kind == .response && bytes.starts(with: earlierMagic) { return .earlierFormat }
         if kind == .failure && bytes.first == UInt8(ascii: "{") { return .earlierFormat }
         guard bytes.count >= headerSize, bytes.starts(with: kind.magic) else { return .damaged("no entry header") }
-        func little(_ range: Range<Int>) -> UInt64 { bytes[range].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
+        func little(_ range: Range<Int>) -> UInt64 {
+            bytes[range].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        }
         // Lengths from the file: a damaged entry may hold any value, so they are summed checked.
         guard let metadataCount = Checked.int(little(4..<8)), let bodyCount = Checked.int(little(8..<16)),
             let total = Checked.sum(headerSize, metadataCount, bodyCount), total == bytes.count

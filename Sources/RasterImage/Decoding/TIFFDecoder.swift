@@ -445,7 +445,7 @@ struct TIFFBandReader {
     /// Frees the band buffers when the reader goes away.
     private final class Deallocator {
         var pointers: [UnsafeMutableRawPointer] = []
-        deinit { pointers.forEach { $0.deallocate() } }
+        deinit { for pointer in pointers { pointer.deallocate() } }
     }
 
     init(file: TIFFFile, page: TIFFPage, limits: DecodingLimits) throws {

@@ -205,7 +205,8 @@ enum CachePath: String, CaseIterable, Sendable, CustomTestStringConvertible {
         let bytes: [UInt8]?
 
         var description: String {
-            "\(source), \(freshness), " + (bytes.map { "\($0.count) bytes" } ?? image.map { "\($0.width)x\($0.height)" } ?? "")
+            "\(source), \(freshness), "
+                + (bytes.map { "\($0.count) bytes" } ?? image.map { "\($0.width)x\($0.height)" } ?? "")
         }
 
         /// Where it came from, with memory and disk as one (`data(for:)` has no memory cache).
@@ -220,7 +221,8 @@ enum CachePath: String, CaseIterable, Sendable, CustomTestStringConvertible {
         }
     }
 
-    func fetch(_ loader: ImageLoader, _ url: URL, _ options: LoadOptions = LoadOptions()) async throws(ImageLoadingError)
+    func fetch(_ loader: ImageLoader, _ url: URL, _ options: LoadOptions = LoadOptions())
+        async throws(ImageLoadingError)
         -> Fetched
     {
         switch self {
