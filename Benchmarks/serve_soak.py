@@ -47,7 +47,9 @@ grows:
 Descriptors are mostly connections, whose number in flight moves by a few from one
 sample to the next and by fifty in a burst: they are compared outside bursts (and the
 20 s after one), by median, where a leak would move them and chance would not; the
-peaks are reported too. `--judge FILE` judges a run recorded with `--json` again.
+peaks are reported too. `--judge FILE` judges a run recorded with `--json` again (`--replot` draws its plot again).
+Each sample also records where the resident memory is (`memory_breakdown`: malloc's
+main heap and thread arenas, other anonymous maps, mapped files) and the threads by name.
 
 Installs ImageMagick with apt-get when missing, and matplotlib with pip into
 .build/serve-soak/venv for the plot. Needs the release binary (scripts/build-release.sh).
@@ -374,6 +376,62 @@ def process_figures(pid):
     return rss, descriptors, threads
 
 
+ARENA_HEAP = 64 << 20   # glibc's HEAP_MAX_SIZE on 64-bit: a thread arena's heaps are this size and alignment
+
+
+def memory_breakdown(pid):
+    """Where the resident memory is, from /proc/PID/smaps: glibc's main heap, its thread
+    arenas (anonymous mappings at a 64 MiB boundary whose pages, mapped and reserved,
+    span 64 MiB), other anonymous memory (large blocks mapped on their own, stacks,
+    Swift's and NIO's own maps) and files (the binary and its libraries), in MiB, with
+    the number of arenas and the threads by name."""
+    regions = []
+    with open(f"/proc/{pid}/smaps") as handle:
+        for line in handle:
+            head = line.split()
+            if "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
+                start, end = (int(x, 16) for x in head[0].split("-"))
+                regions.append({"start": start, "end": end, "name": head[5] if len(head) > 5 else "", "rss": 0})
+            elif head[0] == "Rss:":
+                regions[-1]["rss"] = int(head[1])
+    kinds = collections.Counter()
+    arenas = 0
+    index = 0
+    while index < len(regions):
+        region = regions[index]
+        if region["name"] == "[heap]":
+            kinds["mainHeap"] += region["rss"]
+        elif region["name"].startswith("/"):
+            kinds["files"] += region["rss"]
+        elif region["name"] == "" and region["start"] % ARENA_HEAP == 0:
+            # An arena heap is a read-write part and the reserved rest, together 64 MiB.
+            span, rss, last = region["end"] - region["start"], region["rss"], index
+            if span < ARENA_HEAP and index + 1 < len(regions) and regions[index + 1]["start"] == region["end"]:
+                span += regions[index + 1]["end"] - regions[index + 1]["start"]
+                rss += regions[index + 1]["rss"]
+                last = index + 1
+            if span == ARENA_HEAP:
+                kinds["arenas"] += rss
+                arenas += 1
+                index = last + 1
+                continue
+            kinds["otherAnonymous"] += region["rss"]
+        else:
+            kinds["otherAnonymous"] += region["rss"]
+        index += 1
+    names = collections.Counter()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/comm") as handle:
+                names[handle.read().strip()] += 1
+        except OSError:
+            pass
+    figures = {key: round(value / 1024, 1) for key, value in kinds.items()}
+    figures["arenaHeaps"] = arenas
+    figures["threadNames"] = dict(sorted(names.items()))
+    return figures
+
+
 def plot(python, samples, bursts, warmup, path, minutes):
     script = r'''
 import json, sys
@@ -384,7 +442,13 @@ data = json.load(open(sys.argv[1]))
 samples, bursts, warmup = data["samples"], data["bursts"], data["warmup"]
 t = [s["t"] / 60 for s in samples]
 fig, axes = plt.subplots(4, 1, figsize=(10, 10), sharex=True)
-axes[0].plot(t, [s["rss"] for s in samples], color="tab:blue"); axes[0].set_ylabel("RSS (MiB)")
+axes[0].plot(t, [s["rss"] for s in samples], color="tab:blue", label="RSS"); axes[0].set_ylabel("MiB")
+if all("memory" in s for s in samples):
+    heaps = [s["memory"].get("mainHeap", 0) + s["memory"].get("arenas", 0) for s in samples]
+    axes[0].plot(t, heaps, color="tab:purple", label="of which malloc's heaps")
+    axes[0].plot(t, [s["memory"].get("files", 0) for s in samples], color="tab:gray",
+                 label="of which mapped files (the binary, libraries)")
+axes[0].legend(fontsize=8, loc="lower right")
 axes[1].plot(t, [s["fds"] for s in samples], color="tab:orange"); axes[1].set_ylabel("open descriptors")
 axes[2].plot(t, [s["threads"] for s in samples], color="tab:green"); axes[2].set_ylabel("threads")
 statuses = sorted({k for s in samples for k in s["statuses"]}, key=str)
@@ -442,7 +506,20 @@ def figures(samples, bursts, warmup):
         "threadsPeak": [max(s["threads"] for s in first), max(s["threads"] for s in last)],
         "fdsSteadyMedian": [statistics.median(s["fds"] for s in steady(part, bursts)) for part in (first, last)],
         "fdsPeak": [max(s["fds"] for s in first), max(s["fds"] for s in last)],
+        **thread_names(warm, after),
     }
+
+
+def thread_names(warm, after):
+    """Which threads grew: for each thread name, the warm-up's peak and the peak after it
+    (only in runs recorded with the memory breakdown). libdispatch names the workers of
+    Swift's global executor after its root queue ("com.apple.root.default-qos", of which
+    the kernel keeps the last 15 characters): their number is libdispatch's to choose."""
+    if not all("memory" in s for s in warm + after):
+        return {}
+    names = sorted({n for s in warm + after for n in s["memory"]["threadNames"]})
+    peak = lambda part, name: max(s["memory"]["threadNames"].get(name, 0) for s in part)
+    return {"threadsByNameWarmupPeakThenPeak": {n: [peak(warm, n), peak(after, n)] for n in names}}
 
 
 def judge(samples, bursts, warmup):
@@ -454,7 +531,10 @@ def judge(samples, bursts, warmup):
     if rss[1] > 1.10 * rss[0]:
         failures.append(f"RSS grew after the warm-up: its peak {rss[0]} MiB, then {rss[1]} MiB")
     if threads[1] > threads[0]:
-        failures.append(f"threads grew after the warm-up: {threads[0]} to {threads[1]}")
+        grown = [f"{name} {a} to {b}" for name, (a, b) in values.get("threadsByNameWarmupPeakThenPeak", {}).items()
+                 if b > a]
+        failures.append(f"threads grew after the warm-up: {threads[0]} to {threads[1]}"
+                        + (f" ({', '.join(grown)})" if grown else ""))
     if values["fdsSteadyMedian"][1] > values["fdsSteadyMedian"][0]:
         failures.append(f"descriptors grew: median {values['fdsSteadyMedian'][0]} to {values['fdsSteadyMedian'][1]}")
     return failures
@@ -469,12 +549,17 @@ def main():
     parser.add_argument("--json", default=None)
     parser.add_argument("--result-cache-mb", type=int, default=16)
     parser.add_argument("--judge", metavar="FILE", help="judge a run recorded with --json again, and stop")
+    parser.add_argument("--replot", action="store_true", help="with --judge: draw its plot again (to --plot)")
     arguments = parser.parse_args()
     if arguments.judge:
         with open(arguments.judge) as handle:
             recorded = json.load(handle)
         failures = judge(recorded["samples"], recorded["bursts"], recorded["warmupSeconds"])
         print(figures(recorded["samples"], recorded["bursts"], recorded["warmupSeconds"]))
+        if arguments.replot:
+            python = ensure_tools(os.path.join(arguments.work, "venv"))
+            plot(python, recorded["samples"], recorded["bursts"], recorded["warmupSeconds"], arguments.plot,
+                 recorded["minutes"])
         print("FAILED: " + "; ".join(failures) if failures else "passed")
         sys.exit(1 if failures else 0)
     if not os.path.exists(arguments.binary):
@@ -489,24 +574,31 @@ def main():
     origin_port = ports.get(timeout=30)
 
     cache = tempfile.mkdtemp(prefix="soak-cache-", dir=arguments.work)
-    log = open(os.path.join(arguments.work, "serve.log"), "w")
+    # The service's log (an access line a request) goes straight to a file. Through a
+    # pipe drained by a thread of this process, a burst's client threads starved the
+    # drain of Python's lock, the pipe filled, and the service's request tasks blocked in
+    # write(2): a harness's stall, and one that makes libdispatch add a worker thread for
+    # the blocked ones (it watches its workers and adds one when they sleep with work
+    # queued), which the thread count then reports as growth.
+    log_path = os.path.join(arguments.work, "serve.log")
+    log = open(log_path, "w")
     server = subprocess.Popen(
         [arguments.binary, "serve", "--port", "0", "--key", KEY.hex(), "--salt", SALT.hex(),
          "--allow-private-networks", "--cache-dir", cache, "--workers", str(WORKERS),
          "--fetches-ahead", str(AHEAD), "--queue", str(QUEUE), "--timeout", "4",
          "--result-cache-mb", str(arguments.result_cache_mb)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        stdout=log, stderr=subprocess.STDOUT)
     port = None
     deadline = time.time() + 30
-    while port is None and time.time() < deadline:
-        line = server.stdout.readline()
-        log.write(line)
-        if "listening on http://127.0.0.1:" in line:
-            port = int(line.rsplit(":", 1)[1].strip())
+    while port is None and time.time() < deadline and server.poll() is None:
+        with open(log_path) as written:
+            for line in written:
+                if "listening on http://127.0.0.1:" in line:
+                    port = int(line.rsplit(":", 1)[1].strip())
+        time.sleep(0.1)
     if port is None:
         server.kill()
         sys.exit("serve_soak: the service did not start")
-    threading.Thread(target=lambda: [log.write(line) for line in server.stdout], daemon=True).start()
 
     tally = Tally()
     stop = threading.Event()
@@ -534,7 +626,7 @@ def main():
             rss, fds, threads = process_figures(server.pid)
             statuses = {str(k): v for k, v in tally.take().items()}
             samples.append({"t": round(now - start, 1), "rss": round(rss, 1), "fds": fds, "threads": threads,
-                            "statuses": statuses})
+                            "statuses": statuses, "memory": memory_breakdown(server.pid)})
             print(f"{(now - start) / 60:5.1f} min  RSS {rss:6.1f} MiB  fds {fds:4d}  threads {threads:3d}  "
                   f"{sum(statuses.values()) / SAMPLE_SECONDS:6.1f}/s  {statuses}", flush=True)
             next_sample += SAMPLE_SECONDS

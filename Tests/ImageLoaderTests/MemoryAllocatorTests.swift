@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import ImageLoader
@@ -25,6 +26,20 @@ struct MemoryAllocatorTests {
             ["MALLOC_ARENA_MAX": "2"],
         ]
         for environment in others { #expect(!MemoryAllocator.setsThresholds(environment), "\(environment)") }
+    }
+
+    @Test("an operator's own arena cap stands")
+    func operatorsArenaCapStands() {
+        let sets: [[String: String]] = [
+            ["MALLOC_ARENA_MAX": "2"], ["GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1:glibc.malloc.arena_max=8"],
+        ]
+        for environment in sets { #expect(MemoryAllocator.setsArenaLimit(environment), "\(environment)") }
+        let others: [[String: String]] = [
+            [:], ["GLIBC_TUNABLES": "glibc.malloc.arena_test=2"], ["MALLOC_TRIM_THRESHOLD_": "131072"],
+        ]
+        for environment in others { #expect(!MemoryAllocator.setsArenaLimit(environment), "\(environment)") }
+        #expect(MemoryAllocator.arenaLimit >= 2)
+        #expect(MemoryAllocator.arenaLimit == max(2, ProcessInfo.processInfo.activeProcessorCount))
     }
 
     #if os(Linux) && canImport(Glibc)
