@@ -732,8 +732,7 @@ struct ServeCommandTests {
 /// Polls `condition` every 20 ms for up to 30 s.
 func waitUntil(_ what: String, _ condition: () async throws -> Bool) async throws {
     // (Under the sanitizers everything takes several times longer.)
-    let scale = ProcessInfo.processInfo.environment["IMAGELOADER_TEST_TIME_SCALE"].flatMap(Double.init) ?? 1
-    let deadline = ContinuousClock.now + .seconds(120 * max(1, scale))
+    let deadline = ContinuousClock.now + .seconds(120 * testTimeScale)
     while try await !condition() {
         guard ContinuousClock.now < deadline else {
             Issue.record("timed out waiting until \(what)")

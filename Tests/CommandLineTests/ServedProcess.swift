@@ -34,8 +34,13 @@ final class ServedProcess: Sendable {
         eventLoopGroupProvider: .singleton,
         configuration: HTTPClient.Configuration(
             redirectConfiguration: .disallow,
-            timeout: .init(connect: .seconds(120)),
+            timeout: .init(connect: .seconds(Int64(120 * testTimeScale))),
             decompression: .disabled))
+
+    /// How long a request may take unless its test is about that: 60 s, stretched by the
+    /// sanitizers' time scale (a 1600x1200 enlargement under ThreadSanitizer, beside a
+    /// whole `.ci/run` on two cores, took longer than 60 s once).
+    static let requestTimeout = TimeAmount.seconds(Int64(60 * testTimeScale))
 
     /// Starts `imageloader serve --port 0 arguments...` and waits for its "listening on" line.
     static func start(_ arguments: [String], environment: [String: String]? = nil) async throws -> ServedProcess {
@@ -64,8 +69,7 @@ final class ServedProcess: Sendable {
         }
         // (Only a process that never starts should reach this: with the whole suite beside
         // it on two cores, a start took more than 30 s once; under the sanitizers longer.)
-        let scale = ProcessInfo.processInfo.environment["IMAGELOADER_TEST_TIME_SCALE"].flatMap(Double.init) ?? 1
-        let deadline = ContinuousClock.now + .seconds(120 * max(1, scale))
+        let deadline = ContinuousClock.now + .seconds(120 * testTimeScale)
         while ContinuousClock.now < deadline {
             if let range = output.text.range(
                 of: #"listening on http://127\.0\.0\.1:(\d+)"#, options: .regularExpression)
@@ -90,7 +94,7 @@ final class ServedProcess: Sendable {
     var printed: String { output.text }
 
     /// A GET; a client that gives up after `timeout` closes its connection.
-    func get(_ path: String, headers: [(String, String)] = [], timeout: TimeAmount = .seconds(60)) async throws
+    func get(_ path: String, headers: [(String, String)] = [], timeout: TimeAmount = requestTimeout) async throws
         -> Answer
     {
         try await ServedProcess.request(port: port, path, headers: headers, timeout: timeout)
@@ -103,7 +107,7 @@ final class ServedProcess: Sendable {
     /// A request to a server on 127.0.0.1 (this one, an instance behind nginx, nginx).
     static func request(
         port: Int, _ path: String, method: HTTPMethod = .GET, headers: [(String, String)] = [], body: [UInt8]? = nil,
-        timeout: TimeAmount = .seconds(60)
+        timeout: TimeAmount = requestTimeout
     ) async throws -> Answer {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
         request.method = method
@@ -263,3 +267,8 @@ final class RawConnection {
         return (received, false)
     }
 }
+
+/// How much slower than a plain debug build this run is expected to be:
+/// `IMAGELOADER_TEST_TIME_SCALE` (`scripts/sanitize.sh` sets 4), at least 1.
+let testTimeScale = max(
+    1, ProcessInfo.processInfo.environment["IMAGELOADER_TEST_TIME_SCALE"].flatMap(Double.init) ?? 1)
