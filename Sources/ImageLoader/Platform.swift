@@ -218,11 +218,11 @@ package enum ThreadNiceness {
 /// steps at each burst of traffic, long after the live memory had stopped growing (in
 /// the service's soak, malloc's own figures: 30, 29 and 29 MB in use at 3, 5 and 10
 /// minutes, while 8 arenas held 46, 64 and 68 MB). With fewer arenas they reach their
-/// peaks sooner and hold less. An arena
-/// per processor costs no measurable throughput, since no more threads than processors
-/// run at once: in the service benchmark on 2 processors (JPEG, 3 interleaved rounds),
-/// 2 arenas served 89.8 and 97.7 requests/s at 2 and 16 connections against glibc's
-/// default 82.3 and 92.9, with a peak RSS of 46.8 MiB against 51.7.
+/// peaks sooner and hold less. An arena per processor costs no measurable throughput,
+/// since no more threads than processors run at once: in the service benchmark on 2
+/// processors (JPEG, 3 interleaved rounds), 2 arenas served 89.8 and 97.7 requests/s at
+/// 2 and 16 connections against glibc's default 82.3 and 92.9, with a peak RSS of 46.8
+/// MiB against 51.7.
 ///
 /// ```swift
 /// // First thing in a service's main, before any image is loaded:

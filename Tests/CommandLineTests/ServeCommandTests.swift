@@ -729,7 +729,7 @@ struct ServeCommandTests {
     }
 }
 
-/// Polls `condition` every 20 ms for up to 30 s.
+/// Polls `condition` every 20 ms for up to 120 s (times `testTimeScale`).
 func waitUntil(_ what: String, _ condition: () async throws -> Bool) async throws {
     // (Under the sanitizers everything takes several times longer.)
     let deadline = ContinuousClock.now + .seconds(120 * testTimeScale)
