@@ -267,11 +267,15 @@ struct AncillaryFloodTests {
         }
     }
 
-    /// How many times the reference's work a flood may take: 2, stretched under the
-    /// sanitizers, which slow the instrumented Swift and C of the project several times
-    /// more than the system's uninstrumented codecs that do most of a valid decode.
-    static let allowance =
-        2 * (ProcessInfo.processInfo.environment["IMAGELOADER_TEST_TIME_SCALE"].flatMap(Double.init) ?? 1)
+    /// How many times the reference's work a flood may take.
+    static let allowance = 2.0
+
+    /// Whether the work is compared at all: not under a sanitizer, which slows the
+    /// project's instrumented Swift and C (most of a flood's work) several times more than
+    /// the system's uninstrumented codecs (most of a valid decode), by a factor that moved
+    /// between runs (PNG floods at 8 to 10 times a valid decode under ThreadSanitizer).
+    /// There the operations still run, for the sanitizer, and their answers are checked.
+    static let comparesWork = ProcessInfo.processInfo.environment["IMAGELOADER_SANITIZER"] == nil
 
     /// This thread's CPU time running `body`, the least of three runs.
     static func work(_ body: () -> Void) -> Double {
@@ -306,6 +310,7 @@ struct AncillaryFloodTests {
             if let reason = operation.error {
                 #expect(allowed.contains(reason), "\(operation.name): \(reason)")
             }
+            guard Self.comparesWork else { continue }
             #expect(
                 operation.work <= max(measured.referenceWork * Self.allowance, 0.002),
                 "\(operation.name): \(operation.work * 1000) ms against \(measured.referenceWork * 1000) ms to decode a valid file"
