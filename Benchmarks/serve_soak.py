@@ -514,7 +514,7 @@ def thread_names(warm, after):
     """Which threads grew: for each thread name, the warm-up's peak and the peak after it
     (only in runs recorded with the memory breakdown). libdispatch names the workers of
     Swift's global executor after its root queue ("com.apple.root.default-qos", of which
-    the kernel keeps the last 15 characters): their number is libdispatch's to choose."""
+    their names show the last 15 characters): their number is libdispatch's to choose."""
     if not all("memory" in s for s in warm + after):
         return {}
     names = sorted({n for s in warm + after for n in s["memory"]["threadNames"]})
