@@ -265,19 +265,21 @@ public enum MemoryAllocator {
         #endif
     }
 
-    /// Whether `environment` caps glibc's arenas itself.
-    static func setsArenaLimit(_ environment: [String: String]) -> Bool {
-        if environment["MALLOC_ARENA_MAX"] != nil { return true }
-        let tunables = environment["GLIBC_TUNABLES"] ?? ""
-        return tunables.split(separator: ":").contains { $0.hasPrefix("glibc.malloc.arena_max=") }
-    }
-
     /// Whether `environment` sets glibc's mapping or trimming threshold itself.
     static func setsThresholds(_ environment: [String: String]) -> Bool {
-        if environment["MALLOC_MMAP_THRESHOLD_"] != nil || environment["MALLOC_TRIM_THRESHOLD_"] != nil { return true }
-        let tunables = environment["GLIBC_TUNABLES"] ?? ""
-        return tunables.split(separator: ":").contains {
-            $0.hasPrefix("glibc.malloc.mmap_threshold=") || $0.hasPrefix("glibc.malloc.trim_threshold=")
-        }
+        sets(environment, ["MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"], ["mmap_threshold", "trim_threshold"])
+    }
+
+    /// Whether `environment` caps glibc's arenas itself.
+    static func setsArenaLimit(_ environment: [String: String]) -> Bool {
+        sets(environment, ["MALLOC_ARENA_MAX"], ["arena_max"])
+    }
+
+    /// Whether `environment` sets one of glibc's malloc settings, by its own variable or
+    /// as a `glibc.malloc.NAME=` tunable.
+    private static func sets(_ environment: [String: String], _ variables: [String], _ tunables: [String]) -> Bool {
+        if variables.contains(where: { environment[$0] != nil }) { return true }
+        let named = (environment["GLIBC_TUNABLES"] ?? "").split(separator: ":")
+        return named.contains { setting in tunables.contains { setting.hasPrefix("glibc.malloc.\($0)=") } }
     }
 }
