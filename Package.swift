@@ -61,9 +61,23 @@ let package = Package(
             name: "CLCMS",
             linkerSettings: [.linkedLibrary("lcms2")]
         ),
+        .systemLibrary(
+            name: "CHEIF",
+            providers: [.apt(["libheif-dev"])]
+        ),
+        .systemLibrary(
+            name: "CAVIF",
+            providers: [.apt(["libavif-dev"])]
+        ),
+        .target(
+            name: "CJXL",
+            linkerSettings: [.linkedLibrary("jxl")]
+        ),
         .target(
             name: "RasterImage",
-            dependencies: ["CPNG", "CJPEG", "CGIF", "CTIFF", "CWebP", "CLCMS", "CDeflate", "CISAL"]
+            dependencies: [
+                "CPNG", "CJPEG", "CGIF", "CTIFF", "CWebP", "CLCMS", "CDeflate", "CISAL", "CHEIF", "CAVIF", "CJXL",
+            ]
         ),
         .target(
             name: "ImageLoader",

@@ -5,7 +5,7 @@ set -euo pipefail
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
-packages=(libpng-dev libgif-dev libtiff-dev libwebp-dev liblcms2-dev libdeflate-dev libisal-dev pkg-config)
+packages=(libpng-dev libgif-dev libtiff-dev libwebp-dev liblcms2-dev libdeflate-dev libisal-dev libheif-dev libavif-dev libjxl-dev pkg-config)
 missing=()
 for package in "${packages[@]}"; do
   installed "$package" || missing+=("$package")

@@ -236,12 +236,16 @@ struct ThumbnailPipelineTests {
     @Test("the limits are checked on the full-size header, before any scaled decode")
     func limitsOnFullSize() {
         var options = ThumbnailOptions(maxPixelSize: 16)
-        options.limits.maxPixelsPerFrame = 48 * 32 - 1
         for fixture in Fixtures.onePerFormat {
+            options.limits.maxPixelsPerFrame = fixture.width * fixture.height - 1
             let error = expectDecodingError {
                 _ = try ImageDecoder().thumbnail(.bytes(fixture.bytes), options: options)
             }
-            #expect(error?.reason == .tooManyPixels(width: 48, height: 32, limit: 48 * 32 - 1), "\(fixture.name)")
+            #expect(
+                error?.reason
+                    == .tooManyPixels(
+                        width: fixture.width, height: fixture.height, limit: fixture.width * fixture.height - 1),
+                "\(fixture.name)")
         }
     }
 

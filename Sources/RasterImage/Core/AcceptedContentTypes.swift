@@ -33,10 +33,12 @@ public struct AcceptedContentTypes: Sendable, Hashable {
     /// Lowercased media types without parameters.
     public let types: Set<String>
 
-    /// The classic loaders' list plus WebP: image/png, image/jpg, image/jpeg,
-    /// image/bmp, image/gif, image/tiff, image/webp.
+    /// The classic loaders' list plus WebP, HEIF/HEIC, AVIF and JPEG XL: image/png,
+    /// image/jpg, image/jpeg, image/bmp, image/gif, image/tiff, image/webp, image/heic,
+    /// image/heif, image/heic-sequence, image/heif-sequence, image/avif, image/jxl.
     public static let `default` = AcceptedContentTypes([
         "image/png", "image/jpg", "image/jpeg", "image/bmp", "image/gif", "image/tiff", "image/webp",
+        "image/heic", "image/heif", "image/heic-sequence", "image/heif-sequence", "image/avif", "image/jxl",
     ])
 
     /// Accepts `types` (MIME types, any case, parameters ignored).

@@ -12,10 +12,21 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
     case webp
     /// Windows bitmap.
     case bmp
+    /// HEIF (High Efficiency Image File Format), HEIC (HEVC-coded HEIF, what iPhones
+    /// save) among them, decoded by libheif.
+    case heif
+    /// AVIF (AV1-coded HEIF), still or animated, decoded by libavif.
+    case avif
+    /// JPEG XL, codestream or container, still or animated, decoded by libjxl.
+    case jxl
 
-    /// The name people write: PNG, JPEG, GIF, TIFF, WebP, BMP.
+    /// The name people write: PNG, JPEG, GIF, TIFF, WebP, BMP, HEIF, AVIF, JPEG XL.
     public var displayName: String {
-        self == .webp ? "WebP" : rawValue.uppercased()
+        switch self {
+        case .webp: "WebP"
+        case .jxl: "JPEG XL"
+        default: rawValue.uppercased()
+        }
     }
 
     /// The registered media type: `image/png`, `image/jpeg`, ...
@@ -27,6 +38,9 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
         case .tiff: "image/tiff"
         case .webp: "image/webp"
         case .bmp: "image/bmp"
+        case .heif: "image/heif"
+        case .avif: "image/avif"
+        case .jxl: "image/jxl"
         }
     }
 
@@ -36,6 +50,7 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
         switch self {
         case .jpeg: ["image/jpeg", "image/jpg", "image/pjpeg"]
         case .bmp: ["image/bmp", "image/x-bmp", "image/x-ms-bmp"]
+        case .heif: ["image/heif", "image/heic", "image/heif-sequence", "image/heic-sequence"]
         default: [contentType]
         }
     }
@@ -57,7 +72,7 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
     }
 
     /// How many leading bytes ``sniff(_:)`` looks at.
-    public static let sniffLength = 32
+    public static let sniffLength = 64
 
     /// The format the bytes are in, judged from their signature only, or `nil`.
     ///
@@ -78,10 +93,45 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
             return .tiff
         }
         if starts(Array("RIFF".utf8)) && starts(Array("WEBP".utf8), at: 8) { return .webp }
+        if let brandFormat = ImageFormat.sniffBrands(b) { return brandFormat }
+        // JPEG XL: a bare codestream, or the ISO container's signature box.
+        if starts([0xFF, 0x0A]) || starts([0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) {
+            return .jxl
+        }
         // "BM" alone is too weak a signature; the DIB header size must be one that exists.
         if starts([0x42, 0x4D]) && b.count >= 18 {
             let headerSize = UInt32(b[14]) | UInt32(b[15]) << 8 | UInt32(b[16]) << 16 | UInt32(b[17]) << 24
             if BMPDecoder.knownHeaderSizes.contains(headerSize) { return .bmp }
+        }
+        return nil
+    }
+
+    /// HEIF and AVIF from the `ftyp` box's brands: the major brand when it names one,
+    /// else the compatible brands read (an AVIF brand wins over a HEVC one, a file
+    /// whose brands are only the generic `mif1`/`msf1` is HEIF, left to libheif).
+    private static func sniffBrands(_ b: [UInt8]) -> ImageFormat? {
+        guard b.count >= 12, b[4] == 0x66, b[5] == 0x74, b[6] == 0x79, b[7] == 0x70 else { return nil }
+        let boxSize = Int(b[0]) << 24 | Int(b[1]) << 16 | Int(b[2]) << 8 | Int(b[3])
+        guard boxSize >= 12 else { return nil }
+        func brand(_ offset: Int) -> String { String(decoding: b[offset..<offset + 4], as: UTF8.self) }
+        let avif: Set = ["avif", "avis"]
+        let hevc: Set = ["heic", "heix", "heim", "heis", "hevc", "hevx"]
+        let generic: Set = ["mif1", "msf1"]
+        let major = brand(8)
+        if avif.contains(major) { return .avif }
+        if hevc.contains(major) { return .heif }
+        // Compatible brands from offset 16, as far as the box and the sniffed bytes go.
+        var compatible: [String] = []
+        var offset = 16
+        while offset + 4 <= min(boxSize, b.count) {
+            compatible.append(brand(offset))
+            offset += 4
+        }
+        if compatible.contains(where: avif.contains) { return .avif }
+        if compatible.contains(where: hevc.contains) || generic.contains(major)
+            || compatible.contains(where: generic.contains)
+        {
+            return .heif
         }
         return nil
     }

@@ -77,6 +77,9 @@ enum Platform {
     /// `pow` from libm.
     static func power(_ x: Double, _ y: Double) -> Double { pow(x, y) }
 
+    /// `exp` from libm.
+    static func exponential(_ x: Double) -> Double { exp(x) }
+
     /// Opens a regular file for reading: its descriptor and size. Throws
     /// ``ImageDecodingError/Reason/unreadable`` for anything else (a folder, a device).
     static func openRegularFile(_ path: String) throws(ImageDecodingError) -> (descriptor: Int32, size: Int) {

@@ -84,7 +84,7 @@ extension ImageDecoding {
     }
 }
 
-/// Decodes PNG, JPEG, GIF, TIFF, WebP and BMP, choosing the decoder from the bytes'
+/// Decodes PNG, JPEG, GIF, TIFF, WebP, BMP, HEIF/HEIC, AVIF and JPEG XL, choosing the decoder from the bytes'
 /// signature (never from a file name or a declared type). Safe to use from many
 /// tasks at once: every decode has its own state.
 ///
@@ -152,6 +152,9 @@ public struct ImageDecoder: ImageDecoding {
         case .tiff: TIFFDecoder.self
         case .webp: WebPDecoder.self
         case .bmp: BMPDecoder.self
+        case .heif: HEIFDecoder.self
+        case .avif: AVIFDecoder.self
+        case .jxl: JXLDecoder.self
         }
     }
 

@@ -23,6 +23,8 @@ extension ThumbnailOptions {
         key += linearLight ? ",linear" : ",srgb"
         key += keepsColorProfile ? ",keep" : ",convert"
         key += appliesOrientation ? ",upright," : ",stored,"
+        // Left out when off, so earlier keys stay the same.
+        if usesEmbeddedThumbnail { key += "embedded," }
         switch frames {
         case .first: key += "first,"
         case .all: key += "all,"

@@ -68,6 +68,12 @@ public struct ThumbnailOptions: Sendable, Hashable {
     public var keepsColorProfile = false
     /// Turn the image upright (EXIF or TIFF orientation). The result then says `.up`.
     public var appliesOrientation = true
+    /// Make the thumbnail from a HEIF file's embedded thumbnail image when it has one at
+    /// least as large as the thumbnail: faster, since the main image is not decoded.
+    /// Default: no. An embedded thumbnail is written when the file is made and an
+    /// editor may leave it as it was: it can show what the edited main image no longer
+    /// shows (a crop, a redaction), so it is used only when the caller opts in.
+    public var usesEmbeddedThumbnail = false
     /// The first frame of an animation, or `.all` to keep it animated.
     public var frames: FrameSelection = .first
     /// The decoding limits, checked on the full-size header before anything is allocated.

@@ -1,0 +1,216 @@
+import CAVIF
+
+/// AVIF through libavif (AV1 by dav1d): stills, grids and animations (image
+/// sequences), 8-bit RGBA with straight alpha (premultiplied alpha is divided out),
+/// colour from the ICC profile or `nclx` (``ColorSignal``), `clap` applied and
+/// `irot`/`imir` given as the image's ``Orientation``, as EXIF orientation is for JPEG.
+///
+/// An animation's frames are whole pictures with their durations; libavif 0.11 does not
+/// read a sequence's repetition count, so its ``RasterImage/loopCount`` is 0 (forever),
+/// as browsers play it. libavif decodes whole buffers, so a file source is read into
+/// memory first (bounded by the input limit).
+enum AVIFDecoder: FormatDecoder {
+    static let format = ImageFormat.avif
+
+    static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
+        try reader.withContiguousBytes { bytes in
+            let file = try AVIFFile(bytes, limits: limits)
+            return ImageInfo(
+                format: .avif, width: file.region.width, height: file.region.height, frameCount: file.frameCount,
+                hasAlpha: file.hasAlpha, orientation: file.orientation, loopCount: file.loopCount,
+                iccProfile: file.iccProfile)
+        }
+    }
+
+    static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {
+        try reader.withContiguousBytes { bytes in
+            let file = try AVIFFile(bytes, limits: options.limits)
+            let limits = options.limits
+            let region = file.region
+            let frameBytes = region.width * region.height * 4  // within the pixel limit
+            let wanted: [Int]
+            switch options.frames {
+            case .first: wanted = [0]
+            case .all: wanted = Array(0..<file.frameCount)
+            case .index(let n):
+                guard n >= 0, n < file.frameCount else {
+                    throw ImageDecodingError(.frameOutOfRange(index: n, count: file.frameCount), format: .avif)
+                }
+                wanted = [n]
+            }
+            try limits.check(frames: wanted.count, frameBytes: frameBytes, format: .avif)
+            var frames: [RasterImage.Frame] = []
+            for index in wanted {
+                try limits.checkTotal(
+                    pixels: Checked.multiply(frames.count + 1, file.decodedWidth * file.decodedHeight), format: .avif)
+                let frame = try file.withFrame(index, limits: limits) { plane, duration in
+                    plane.image(
+                        plane.region(file.crop), orientation: file.orientation, iccProfile: nil, format: .avif,
+                        hasAlpha: file.hasAlpha, duration: duration
+                    ).frames[0]
+                }
+                frames.append(frame)
+            }
+            return RasterImage(
+                validatedWidth: region.width, height: region.height, bytesPerRow: region.width * 4, frames: frames,
+                alphaMode: .straight, loopCount: file.frameCount > 1 ? file.loopCount : 1,
+                orientation: file.orientation, iccProfile: file.iccProfile, format: .avif, hasAlpha: file.hasAlpha)
+        }
+    }
+
+    static func thumbnail(_ reader: ByteReader, options: ThumbnailOptions) throws -> RasterImage {
+        if case .first = options.frames {
+            return try reader.withContiguousBytes { bytes in
+                let file = try AVIFFile(bytes, limits: options.limits)
+                return try file.withFrame(0, limits: options.limits) { plane, _ in
+                    try plane.thumbnail(
+                        plane.region(file.crop), orientation: file.orientation, iccProfile: file.iccProfile,
+                        format: .avif, hasAlpha: file.hasAlpha, options: options)
+                }
+            }
+        }
+        reader.seek(to: 0)
+        return try decode(reader, options: DecodingOptions(limits: options.limits, frames: options.frames))
+            .thumbnail(options: options)
+    }
+
+    /// Throws the error a libavif result stands for.
+    static func check(_ result: avifResult, _ what: String) throws {
+        guard result != AVIF_RESULT_OK else { return }
+        let message = "libavif: \(what): " + String(cString: avifResultToString(result))
+        switch result {
+        case AVIF_RESULT_TRUNCATED_DATA, AVIF_RESULT_NO_IMAGES_REMAINING:
+            throw ImageDecodingError(.truncated, format: .avif, message: message)
+        case AVIF_RESULT_NO_CODEC_AVAILABLE, AVIF_RESULT_NOT_IMPLEMENTED, AVIF_RESULT_UNSUPPORTED_DEPTH:
+            throw ImageDecodingError(.unsupported, format: .avif, message: message)
+        default:
+            throw ImageDecodingError(.corrupt, format: .avif, message: message)
+        }
+    }
+}
+
+/// An open AVIF file: libavif's decoder after it parsed the boxes. Lives for one decode.
+final class AVIFFile {
+    private let decoder: UnsafeMutablePointer<avifDecoder>
+    let decodedWidth: Int
+    let decodedHeight: Int
+    let frameCount: Int
+    let loopCount = 0
+    let hasAlpha: Bool
+    let orientation: Orientation
+    let crop: DecodedPlane.Rect?
+    let iccProfile: [UInt8]?
+    let depth: Int
+
+    var region: DecodedPlane.Rect {
+        crop ?? DecodedPlane.Rect(x: 0, y: 0, width: decodedWidth, height: decodedHeight)
+    }
+
+    init(_ bytes: UnsafeRawBufferPointer, limits: DecodingLimits) throws {
+        // The boxes are counted, and a grid's tiles checked, before libavif parses them.
+        let boxes = try HEIFBoxes(bytes, limits: limits, format: .avif)
+        try HEIFFile.check(boxes, limits: limits, format: .avif)
+        if boxes.isTruncated { throw ImageDecodingError(.truncated, format: .avif, message: "a box runs past the end") }
+        guard let decoder = avifDecoderCreate() else {
+            throw ImageDecodingError(.unsupported, format: .avif, message: "libavif: cannot create a decoder")
+        }
+        self.decoder = decoder
+        // One thread: the caller's pool is the parallelism. libavif's own limits match ours.
+        decoder.pointee.maxThreads = 1
+        decoder.pointee.imageSizeLimit = UInt32(clamping: limits.maxPixelsPerFrame)
+        decoder.pointee.imageCountLimit = UInt32(clamping: limits.maxFrames)
+        decoder.pointee.ignoreExif = 1
+        decoder.pointee.ignoreXMP = 1
+        decoder.pointee.codecChoice = AVIF_CODEC_CHOICE_AUTO
+        // As browsers: a file that bends a rule without harm (a clean aperture at an odd
+        // offset, a missing pixi) is decoded, not refused.
+        decoder.pointee.strictFlags = AVIF_STRICT_DISABLED.rawValue
+        try AVIFDecoder.check(avifDecoderSetIOMemory(decoder, bytes.baseAddress, bytes.count), "reading")
+        try AVIFDecoder.check(avifDecoderParse(decoder), "parsing")
+        guard let parsed = decoder.pointee.image else {
+            throw ImageDecodingError(.corrupt, format: .avif, message: "libavif: no image")
+        }
+        let image = parsed.pointee
+        decodedWidth = Int(image.width)
+        decodedHeight = Int(image.height)
+        try limits.check(width: decodedWidth, height: decodedHeight, format: .avif)
+        frameCount = max(1, Int(decoder.pointee.imageCount))
+        guard frameCount <= limits.maxFrames else {
+            throw ImageDecodingError(.tooManyFrames(limit: limits.maxFrames), format: .avif)
+        }
+        hasAlpha = decoder.pointee.alphaPresent != 0
+        depth = Int(image.depth)
+        let flags = image.transformFlags
+        var mirror: Int?
+        var turns = 0
+        if flags & AVIF_TRANSFORM_IROT.rawValue != 0 { turns = Int(image.irot.angle & 3) }
+        if flags & AVIF_TRANSFORM_IMIR.rawValue != 0 { mirror = Int(image.imir.mode & 1) }
+        orientation = HEIFBoxes.orientation(quarterTurns: turns, mirror: mirror)
+        var cropped: DecodedPlane.Rect?
+        if flags & AVIF_TRANSFORM_CLAP.rawValue != 0 {
+            var rect = avifCropRect()
+            var clap = image.clap
+            var diagnostics = avifDiagnostics()
+            if avifCropRectConvertCleanApertureBox(
+                &rect, &clap, image.width, image.height, image.yuvFormat, &diagnostics) != 0
+            {
+                cropped = DecodedPlane.Rect(
+                    x: Int(rect.x), y: Int(rect.y), width: Int(rect.width), height: Int(rect.height))
+            } else if case .crop(let x, let y, let width, let height)? = boxes.transforms.first(where: {
+                if case .crop = $0 { true } else { false }
+            }) {
+                // libavif refuses a crop that splits a chroma sample; the rectangle is
+                // still what the file asks for, rounded as libheif rounds it.
+                cropped = DecodedPlane.Rect(x: x, y: y, width: width, height: height)
+            }
+        }
+        crop = cropped
+        if image.icc.size > 0, image.icc.size <= 16 << 20, let data = image.icc.data {
+            iccProfile = Array(UnsafeBufferPointer(start: data, count: image.icc.size))
+        } else {
+            iccProfile = ColorSignal(
+                primaries: Int(image.colorPrimaries), transfer: Int(image.transferCharacteristics)
+            ).iccProfile
+        }
+    }
+
+    deinit { avifDecoderDestroy(decoder) }
+
+    /// Decodes frame `index` and hands its RGBA to `body` with the frame's duration;
+    /// the pixels live only for the call.
+    func withFrame<R>(
+        _ index: Int, limits: DecodingLimits, _ body: (DecodedPlane, Duration) throws -> R
+    ) throws -> R {
+        let sampleBytes = depth > 8 ? 2 : 1
+        // dav1d's planes (4:4:4 and alpha at most), libavif's copy of them, the RGBA.
+        try limits.checkWorking(
+            bytes: Checked.multiply(decodedWidth * decodedHeight, sampleBytes * 12), format: .avif,
+            what: "libavif's planes and RGBA")
+        try AVIFDecoder.check(avifDecoderNthImage(decoder, UInt32(index)), "decoding frame \(index)")
+        guard let image = decoder.pointee.image else {
+            throw ImageDecodingError(.corrupt, format: .avif, message: "libavif: no image")
+        }
+        guard Int(image.pointee.width) == decodedWidth, Int(image.pointee.height) == decodedHeight else {
+            throw ImageDecodingError(.corrupt, format: .avif, message: "frame \(index) has another size")
+        }
+        var rgb = avifRGBImage()
+        avifRGBImageSetDefaults(&rgb, image)
+        rgb.format = AVIF_RGB_FORMAT_RGBA
+        // libavif reduces deeper samples to 8 bits itself, rounding in its conversion.
+        rgb.depth = 8
+        rgb.alphaPremultiplied = 0
+        avifRGBImageAllocatePixels(&rgb)
+        defer { avifRGBImageFreePixels(&rgb) }
+        guard let pixels = rgb.pixels else {
+            throw ImageDecodingError(.unsupported, format: .avif, message: "libavif: out of memory")
+        }
+        try AVIFDecoder.check(avifImageYUVToRGB(image, &rgb), "converting to RGB")
+        let seconds = decoder.pointee.imageTiming.duration
+        let duration: Duration =
+            frameCount > 1 && seconds.isFinite && seconds > 0 ? .milliseconds(Int(min(seconds, 86_400) * 1000)) : .zero
+        let plane = DecodedPlane(
+            base: UnsafeRawPointer(pixels), stride: Int(rgb.rowBytes), width: decodedWidth, height: decodedHeight,
+            storageBits: 8, depth: 8, premultiplied: false)
+        return try body(plane, duration)
+    }
+}
