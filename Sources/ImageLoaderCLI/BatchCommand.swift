@@ -32,7 +32,7 @@ struct BatchCommand: AsyncParsableCommand {
     @Option(help: "Also draw a contact sheet (a grid with names) to this PNG.")
     var sheet: String?
 
-    @Option(help: "jpg, png, webp, or auto (PNG with alpha, JPEG otherwise).")
+    @Option(help: "jpg, png, webp, avif, jxl, or auto (PNG with alpha, JPEG otherwise).")
     var format = "auto"
 
     @Option(help: "JPEG or WebP quality, 1-100.")
@@ -48,7 +48,7 @@ struct BatchCommand: AsyncParsableCommand {
         guard concurrency > 0 else { throw ValidationError("--concurrency must be positive") }
         guard (1...100).contains(quality) else { throw ValidationError("--quality must be between 1 and 100") }
         guard format == "auto" || OutputFormat(fileExtension: format) != nil else {
-            throw ValidationError("--format must be jpg, png, webp or auto")
+            throw ValidationError("--format must be jpg, png, webp, avif, jxl or auto")
         }
     }
 

@@ -93,6 +93,18 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The quality of WebP results when the URL names none.")
     var webpQuality = 75
 
+    @Option(help: "The quality of AVIF results when the URL names none.")
+    var avifQuality = 60
+
+    @Option(help: "The quality of JPEG XL results when the URL names none (100: lossless).")
+    var jxlQuality = 75
+
+    @Flag(help: "Answer AVIF when the URL names no format and Accept lists image/avif (before WebP).")
+    var autoAvif = false
+
+    @Flag(help: "Answer JPEG XL when the URL names no format and Accept lists image/jxl (before AVIF and WebP).")
+    var autoJxl = false
+
     @Option(help: "The compression level of PNG results, 0 (stored) to 9.")
     var pngCompression = 6
 
@@ -121,7 +133,9 @@ struct ServeCommand: AsyncParsableCommand {
         ] where value < 1 {
             throw ValidationError("\(name) must be 1 or more")
         }
-        guard (1...100).contains(jpegQuality), (1...100).contains(webpQuality), (0...9).contains(pngCompression) else {
+        guard (1...100).contains(jpegQuality), (1...100).contains(webpQuality), (1...100).contains(avifQuality),
+            (1...100).contains(jxlQuality), (0...9).contains(pngCompression)
+        else {
             throw ValidationError("qualities are 1 to 100, --png-compression 0 to 9")
         }
         if let workers, workers < 1 { throw ValidationError("--workers must be 1 or more") }
@@ -207,6 +221,10 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.allowsUploads = allowUploads
         configuration.jpegQuality = jpegQuality
         configuration.webPQuality = webpQuality
+        configuration.avifQuality = avifQuality
+        configuration.jxlQuality = jxlQuality
+        configuration.autoAVIF = autoAvif
+        configuration.autoJXL = autoJxl
         configuration.pngCompressionLevel = pngCompression
         configuration.logger = logger
         if let cacheDir { configuration.loader.cacheDirectory = cacheDir }

@@ -96,7 +96,9 @@ public final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHa
         let conditions = Conditions(
             ifNoneMatch: request.headerFields[.ifNoneMatch], ifModifiedSince: request.headerFields[.ifModifiedSince])
         let reply = service.cachedReply(
-            RequestKey(path: path, accept: request.headerFields[.accept]),
+            RequestKey(
+                path: path, accept: request.headerFields[.accept], autoAVIF: service.configuration.autoAVIF,
+                autoJXL: service.configuration.autoJXL),
             conditions: conditions)
         switch reply {
         case .image, .notModified: return reply

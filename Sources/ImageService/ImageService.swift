@@ -91,6 +91,17 @@ public final class ImageService: Service, Sendable {
         public var jpegQuality = 80
         /// The quality of WebP results when the URL names none.
         public var webPQuality = 75
+        /// The quality of AVIF results when the URL names none.
+        public var avifQuality = 60
+        /// The quality of JPEG XL results when the URL names none.
+        public var jxlQuality = 75
+        /// Answer AVIF to requests whose `Accept` lists `image/avif` and whose URL names
+        /// no format (before WebP). Off by default: an AV1 encode costs several times a
+        /// WebP one (README.md's performance section has the figures).
+        public var autoAVIF = false
+        /// Answer JPEG XL to requests whose `Accept` lists `image/jxl` and whose URL names
+        /// no format (before AVIF and WebP). Off by default, as few browsers ask for it.
+        public var autoJXL = false
         /// The compression level of PNG results, 0 (stored) to 9, as `PNGEncoder`'s.
         /// Photographs are written as literals under a Huffman code whatever the level;
         /// the level is libdeflate's for drawings, text and flat colour.
@@ -187,14 +198,16 @@ public final class ImageService: Service, Sendable {
         path: String, accept: String?, conditions: Conditions,
         departure: @Sendable () async -> ClientDeparture? = { nil }
     ) async -> Reply {
-        let requestKey = RequestKey(path: path, accept: accept)
+        let requestKey = RequestKey(
+            path: path, accept: accept, autoAVIF: configuration.autoAVIF, autoJXL: configuration.autoJXL)
         if let hit = cachedReply(requestKey, conditions: conditions) { return hit }
-        let takesWebP = requestKey.acceptsWebP
         do {
             let url = try ProcessingURL.parse(
                 path, signature: configuration.signature, allowsUnsigned: configuration.allowsUnsigned)
             let allowed = try configuration.sources.check(url.source)
-            let key = ResultKey(source: allowed.text, options: url.options, acceptsWebP: url.format == nil && takesWebP)
+            let key = ResultKey(
+                source: allowed.text, options: url.options,
+                automatic: url.format == nil ? requestKey.automatic : nil)
             let outcome = try await withTimeout(leavingWith: await departure()) {
                 try await self.shared.value(
                     for: ProcessingKey(result: key, conditions: conditions), product: nil,
@@ -288,8 +301,9 @@ public final class ImageService: Service, Sendable {
         } catch {
             throw ServiceError.from(error)
         }
-        let (format, variesByAccept) = ResponseRules.format(
-            requested: url.format, accept: key.acceptsWebP ? "image/webp" : nil, hasAlpha: info.hasAlpha)
+        // The format the URL names, else the one `Accept` chose (then the answer varies by it).
+        let format = url.format ?? key.automatic ?? (info.hasAlpha ? .png : .jpeg)
+        let variesByAccept = url.format == nil
         let now = Date()
         let freshFor = min(source.freshFor ?? TimeInterval(configuration.ttl), ImageService.maxFreshness)
         let meta = ResponseMeta(
@@ -332,6 +346,8 @@ public final class ImageService: Service, Sendable {
         case .jpeg: .jpeg(JPEGEncoder(quality: quality ?? configuration.jpegQuality, includeICCProfile: false))
         case .png: .png(PNGEncoder(compressionLevel: configuration.pngCompressionLevel, includeICCProfile: false))
         case .webp: .webp(WebPEncoder(quality: quality ?? configuration.webPQuality, includeICCProfile: false))
+        case .avif: .avif(AVIFEncoder(quality: quality ?? configuration.avifQuality, includeICCProfile: false))
+        case .jxl: .jxl(JXLEncoder(quality: quality ?? configuration.jxlQuality, includeICCProfile: false))
         }
     }
 
@@ -403,7 +419,9 @@ public final class ImageService: Service, Sendable {
         do {
             let options = try ProcessingURL.parseOptions(optionsPath)
             let info = try decoder.info(.bytes(body), options: headerOptions)
-            let (format, _) = ResponseRules.format(requested: options.format, accept: accept, hasAlpha: info.hasAlpha)
+            let (format, _) = ResponseRules.format(
+                requested: options.format, accept: accept, hasAlpha: info.hasAlpha, autoAVIF: configuration.autoAVIF,
+                autoJXL: configuration.autoJXL)
             let thumbnail = try thumbnailOptions(options, info: info, format: format)
             let bytes = try await metrics.timingProcessing {
                 try await self.thumbnail(of: body, options: thumbnail, contentType: contentType)

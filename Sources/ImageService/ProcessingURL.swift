@@ -198,7 +198,7 @@ public struct ProcessingOptions: Sendable, Hashable {
 
     /// An output format a URL can name.
     public enum Format: String, Sendable, Hashable {
-        case jpeg, png, webp
+        case jpeg, png, webp, avif, jxl
     }
 
     /// How the image meets the box (`fit` by default).
@@ -291,6 +291,8 @@ public struct ProcessingOptions: Sendable, Hashable {
             case "jpg", "jpeg": format = .jpeg
             case "png": format = .png
             case "webp": format = .webp
+            case "avif": format = .avif
+            case "jxl": format = .jxl
             default: throw .invalidArgument(option: name, value: arguments[0])
             }
         case "dpr":

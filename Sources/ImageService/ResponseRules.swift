@@ -4,29 +4,44 @@ import RasterImage
 
 /// How the service answers: the output format, and the validators a cache keys on.
 public enum ResponseRules {
-    /// The output format of a processed image: the one the URL names; else WebP when
-    /// the request's `Accept` lists `image/webp` (with a non-zero quality); else PNG
-    /// when the image has alpha, JPEG otherwise. `variesByAccept` is true when `Accept`
-    /// decided it, and the response must then say `Vary: Accept`.
+    /// The output format of a processed image: the one the URL names; else, from the
+    /// request's `Accept` (types listed with a non-zero quality), JPEG XL when `autoJXL`
+    /// is on and it lists `image/jxl`, AVIF when `autoAVIF` is on and it lists
+    /// `image/avif`, WebP when it lists `image/webp`; else PNG when the image has alpha,
+    /// JPEG otherwise. `variesByAccept` is true when `Accept` decided it, and the response
+    /// must then say `Vary: Accept`.
     ///
     /// ```swift
-    /// let (format, vary) = ResponseRules.format(requested: nil, accept: "image/avif,image/webp,*/*", hasAlpha: false)
-    /// // (.webp, true)
+    /// let (format, vary) = ResponseRules.format(
+    ///     requested: nil, accept: "image/avif,image/webp,*/*", hasAlpha: false, autoAVIF: true)
+    /// // (.avif, true)
     /// ```
-    public static func format(requested: ProcessingOptions.Format?, accept: String?, hasAlpha: Bool) -> (
-        format: ProcessingOptions.Format, variesByAccept: Bool
-    ) {
+    public static func format(
+        requested: ProcessingOptions.Format?, accept: String?, hasAlpha: Bool, autoAVIF: Bool = false,
+        autoJXL: Bool = false
+    ) -> (format: ProcessingOptions.Format, variesByAccept: Bool) {
         if let requested { return (requested, false) }
-        if let accept, accepts(webP: accept) { return (.webp, true) }
+        if let accept, let automatic = automaticFormat(accept: accept, autoAVIF: autoAVIF, autoJXL: autoJXL) {
+            return (automatic, true)
+        }
         return (hasAlpha ? .png : .jpeg, true)
     }
 
-    /// Whether an `Accept` value lists `image/webp` with a quality above 0. A wildcard
-    /// (`*/*`, `image/*`) does not count: browsers without WebP send those too.
-    static func accepts(webP accept: String) -> Bool {
+    /// The format `Accept` chooses, before the image is known: JPEG XL, AVIF (each when
+    /// turned on) or WebP, or `nil` when it lists none of them.
+    static func automaticFormat(accept: String, autoAVIF: Bool, autoJXL: Bool) -> ProcessingOptions.Format? {
+        if autoJXL && accepts("image/jxl", in: accept) { return .jxl }
+        if autoAVIF && accepts("image/avif", in: accept) { return .avif }
+        if accepts("image/webp", in: accept) { return .webp }
+        return nil
+    }
+
+    /// Whether an `Accept` value lists `type` with a quality above 0. A wildcard
+    /// (`*/*`, `image/*`) does not count: browsers without the format send those too.
+    static func accepts(_ wanted: String, in accept: String) -> Bool {
         for entry in accept.split(separator: ",") {
             let parts = entry.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard let type = parts.first, type.lowercased() == "image/webp" else { continue }
+            guard let type = parts.first, type.lowercased() == wanted else { continue }
             var quality = 1.0
             for parameter in parts.dropFirst() {
                 let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
@@ -76,6 +91,8 @@ extension ProcessingOptions.Format {
         case .jpeg: "image/jpeg"
         case .png: "image/png"
         case .webp: "image/webp"
+        case .avif: "image/avif"
+        case .jxl: "image/jxl"
         }
     }
 }

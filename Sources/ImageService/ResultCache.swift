@@ -29,25 +29,28 @@ struct ProcessedResult: Sendable {
 }
 
 /// What a processing URL asks for, as shared runs key it: the source, the options and,
-/// when the URL names no format, whether the client takes WebP (the only part of
-/// `Accept` that changes the answer).
+/// when the URL names no format, the best automatic format the client takes (the only
+/// part of `Accept` that changes the answer).
 struct ResultKey: Hashable, Sendable {
     let source: String
     let options: ProcessingOptions
-    let acceptsWebP: Bool
+    let automatic: ProcessingOptions.Format?
 }
 
 /// How the result cache keys an answer: the request's path exactly as received (its
 /// signature checked when the entry was made, so a hit needs no parsing and no HMAC)
-/// and whether `Accept` lists WebP.
+/// and the best automatic format `Accept` lists (WebP, or AVIF and JPEG XL where the
+/// service turns them on).
 struct RequestKey: Hashable, Sendable {
     let path: String
-    let acceptsWebP: Bool
+    let automatic: ProcessingOptions.Format?
 
     /// The key of a request for `path` with the `Accept` field `accept`.
-    init(path: String, accept: String?) {
+    init(path: String, accept: String?, autoAVIF: Bool, autoJXL: Bool) {
         self.path = path
-        acceptsWebP = accept.map(ResponseRules.accepts(webP:)) == true
+        automatic = accept.flatMap {
+            ResponseRules.automaticFormat(accept: $0, autoAVIF: autoAVIF, autoJXL: autoJXL)
+        }
     }
 }
 

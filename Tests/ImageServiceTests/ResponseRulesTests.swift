@@ -27,6 +27,25 @@ struct ResponseRulesTests {
         #expect(ResponseRules.format(requested: nil, accept: nil, hasAlpha: true) == (.png, true))
     }
 
+    @Test("AVIF and JPEG XL are chosen from Accept only where turned on, JPEG XL first, then AVIF, then WebP")
+    func modernFormats() {
+        let chrome = "image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8"
+        let safari = "image/webp,image/avif,image/jxl,image/heic,image/heic-sequence,video/*;q=0.8,*/*;q=0.5"
+        #expect(ResponseRules.format(requested: nil, accept: chrome, hasAlpha: false) == (.webp, true))
+        #expect(ResponseRules.format(requested: nil, accept: chrome, hasAlpha: false, autoAVIF: true) == (.avif, true))
+        #expect(ResponseRules.format(requested: nil, accept: chrome, hasAlpha: true, autoJXL: true) == (.webp, true))
+        #expect(
+            ResponseRules.format(requested: nil, accept: safari, hasAlpha: false, autoAVIF: true, autoJXL: true)
+                == (.jxl, true))
+        #expect(ResponseRules.format(requested: nil, accept: safari, hasAlpha: false, autoAVIF: true) == (.avif, true))
+        #expect(
+            ResponseRules.format(requested: nil, accept: "image/avif;q=0,image/webp", hasAlpha: false, autoAVIF: true)
+                == (.webp, true))
+        #expect(
+            ResponseRules.format(requested: .jpeg, accept: safari, hasAlpha: false, autoAVIF: true, autoJXL: true)
+                == (.jpeg, false))
+    }
+
     @Test("entity tags change with the source's validator, the options and the format, and only then")
     func entityTags() throws {
         var options = ProcessingOptions()

@@ -6,6 +6,48 @@ struct ImageEncoderTests {
     let photo = try! ImageDecoder().decode(.file(path: Fixtures.root + "/images/png-photo.png"))
     let transparent = try! ImageDecoder().decode(.file(path: Fixtures.root + "/images/png-photo-alpha.png"))
 
+    @Test("AVIF and JPEG XL at quality 90 decode at least as close as JPEG 90 (4:2:0); lossless is exact")
+    func modernRoundTrips() throws {
+        // The photo is noisy: JPEG 90 with 4:2:0 is about 13 levels off on average.
+        let jpeg = try ImageDecoder().decode(.bytes(try JPEGEncoder(quality: 90).encode(photo)))
+        let jpegMean = difference(jpeg.pixels, photo.pixels, width: photo.width).mean
+        for (name, bytes, tolerance) in [
+            ("avif", try AVIFEncoder(quality: 90).encode(photo), jpegMean),
+            ("jxl", try JXLEncoder(quality: 90).encode(photo), jpegMean),
+            ("avif-lossless", try AVIFEncoder(lossless: true).encode(photo), 0),
+            ("jxl-lossless", try JXLEncoder(quality: 100).encode(photo), 0),
+        ] {
+            let decoded = try ImageDecoder().decode(.bytes(bytes))
+            #expect(decoded.width == photo.width && decoded.height == photo.height, "\(name)")
+            #expect(decoded.format == (name.hasPrefix("avif") ? .avif : .jxl))
+            #expect(!decoded.hasAlpha, "\(name)")
+            let diff = difference(decoded.pixels, photo.pixels, width: photo.width)
+            #expect(diff.mean <= tolerance, "\(name): \(diff)")
+        }
+    }
+
+    @Test("AVIF and JPEG XL keep alpha and the ICC profile, and refuse parameters out of range")
+    func modernOptions() throws {
+        for bytes in [try AVIFEncoder(lossless: true).encode(transparent), try JXLEncoder(quality: 100).encode(transparent)] {
+            let decoded = try ImageDecoder().decode(.bytes(bytes))
+            #expect(decoded.hasAlpha)
+            #expect(difference(decoded.pixels, transparent.straightAlpha().pixels, width: decoded.width).maximum <= 1)
+        }
+        let profile = Fixtures.bytes("profiles/compatibleWithAdobeRGB1998.icc")
+        let tagged = RasterImage(
+            width: photo.width, height: photo.height, frames: photo.frames, iccProfile: profile, hasAlpha: false)!
+        #expect(try ImageDecoder().decode(.bytes(try AVIFEncoder().encode(tagged))).iccProfile == profile)
+        #expect(try ImageDecoder().decode(.bytes(try AVIFEncoder(includeICCProfile: false).encode(tagged))).iccProfile == nil)
+        #expect(try ImageDecoder().decode(.bytes(try JXLEncoder().encode(tagged))).iccProfile != nil)
+        #expect(throws: ImageEncodingError.self) { try AVIFEncoder(quality: 101).encode(photo) }
+        #expect(throws: ImageEncodingError.self) { try AVIFEncoder(speed: 11).encode(photo) }
+        #expect(throws: ImageEncodingError.self) { try JXLEncoder(effort: 0).encode(photo) }
+        #expect(throws: ImageEncodingError.self) { try JXLEncoder().encode(photo, frame: 1) }
+        // Smaller at a lower quality: the quality reaches the codec.
+        #expect(try AVIFEncoder(quality: 30).encode(photo).count < AVIFEncoder(quality: 80).encode(photo).count)
+        #expect(try JXLEncoder(quality: 30).encode(photo).count < JXLEncoder(quality: 80).encode(photo).count)
+    }
+
     @Test("JPEG at high quality decodes close to the original")
     func jpegRoundTrip() throws {
         let jpeg = try JPEGEncoder(quality: 95, chromaSubsampling: .none).encode(photo)

@@ -18,6 +18,14 @@ extension WebPEncoder: ImageEncoding {
     public var format: ImageFormat { .webp }
 }
 
+extension AVIFEncoder: ImageEncoding {
+    public var format: ImageFormat { .avif }
+}
+
+extension JXLEncoder: ImageEncoding {
+    public var format: ImageFormat { .jxl }
+}
+
 /// Which format, with which settings, an image is written in.
 ///
 /// ```swift
@@ -33,13 +41,20 @@ public enum OutputFormat: Sendable, Hashable {
     case jpeg(JPEGEncoder)
     /// WebP with this encoder.
     case webp(WebPEncoder)
+    /// AVIF with this encoder.
+    case avif(AVIFEncoder)
+    /// JPEG XL with this encoder.
+    case jxl(JXLEncoder)
 
-    /// The format a file name's extension names (`jpg`, `jpeg`, `png`, `webp`), or `nil`.
+    /// The format a file name's extension names (`jpg`, `jpeg`, `png`, `webp`, `avif`,
+    /// `jxl`), or `nil`.
     public init?(fileExtension: String, quality: Int? = nil) {
         switch fileExtension.lowercased() {
         case "jpg", "jpeg": self = .jpeg(JPEGEncoder(quality: quality ?? 85))
         case "png": self = .png(PNGEncoder())
         case "webp": self = .webp(WebPEncoder(quality: quality ?? 80))
+        case "avif": self = .avif(AVIFEncoder(quality: quality ?? 60))
+        case "jxl": self = .jxl(JXLEncoder(quality: quality ?? 75))
         default: return nil
         }
     }
@@ -51,6 +66,8 @@ public enum OutputFormat: Sendable, Hashable {
         case .png(let encoder): encoder
         case .jpeg(let encoder): encoder
         case .webp(let encoder): encoder
+        case .avif(let encoder): encoder
+        case .jxl(let encoder): encoder
         }
     }
 }

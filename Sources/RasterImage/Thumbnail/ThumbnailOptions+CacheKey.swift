@@ -45,6 +45,8 @@ extension OutputFormat {
             "jpeg\(e.quality)\(e.progressive ? "p" : "")\(e.optimizeHuffmanTables ? "o" : "")s\(e.chromaSubsampling.rawValue)"
                 + "\(e.includeICCProfile ? "i" : "")bg\(e.background.0).\(e.background.1).\(e.background.2)"
         case .webp(let e): "webp\(e.quality)\(e.lossless ? "l" : "")m\(e.method)\(e.includeICCProfile ? "i" : "")"
+        case .avif(let e): "avif\(e.quality)\(e.lossless ? "l" : "")s\(e.speed)\(e.includeICCProfile ? "i" : "")"
+        case .jxl(let e): "jxl\(e.quality)e\(e.effort)\(e.includeICCProfile ? "i" : "")"
         }
     }
 }
