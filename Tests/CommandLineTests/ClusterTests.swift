@@ -72,7 +72,7 @@ struct ClusterTests {
             let environment = [
                 "CLUSTER_PORT": String(ports[0]), "INSTANCE_PORTS": "\(ports[1]) \(ports[2])",
                 "IMAGELOADER": Command.executable.path,
-                "SERVE_ARGS": "--allow-unsigned --local-root \(images.path) --ttl \(ttl)",
+                "SERVE_ARGS": "--allow-unsigned --local-root \(images.path) --ttl \(ttl) --auto-avif --auto-jxl",
             ]
             let bash = URL(fileURLWithPath: "/bin/bash")
             let started = try await Command.run([script, "start", state.path], program: bash, environment: environment)
@@ -86,11 +86,21 @@ struct ClusterTests {
         }
     }
 
-    @Test("repeats come from nginx; WebP and JPEG are cached apart; one request upstream for a stampede")
+    @Test("repeats come from nginx; each Accept class (JPEG XL, AVIF, WebP, none) is cached apart; one request upstream for a stampede")
     func caching() async throws {
         try await withCluster(ttl: 600) { cluster in
             let path = "/insecure/rs:fit:200:200/plain/local:///jpeg-800x600.jpg"
-            let first = try await cluster.get(path, accept: "image/avif,image/webp,*/*")
+            // AVIF and JPEG XL classes: their own entries, each hit by other spellings.
+            let avif = try await cluster.get(path, accept: "image/avif,image/webp,*/*")
+            #expect(avif.status == 200 && avif.header("Content-Type") == "image/avif")
+            #expect(avif.header("X-Cache-Status") == "MISS" && avif.header("Vary") == "Accept")
+            let jxl = try await cluster.get(path, accept: "image/webp,image/avif,image/jxl,*/*;q=0.5")
+            #expect(jxl.header("Content-Type") == "image/jxl" && jxl.header("X-Cache-Status") == "MISS")
+            for (accept, body) in [("IMAGE/AVIF, image/webp", avif.body), ("image/jxl", jxl.body)] {
+                let again = try await cluster.get(path, accept: accept)
+                #expect(again.header("X-Cache-Status") == "HIT" && again.body == body, "\(accept)")
+            }
+            let first = try await cluster.get(path, accept: "image/webp,*/*")
             #expect(first.status == 200 && first.header("Content-Type") == "image/webp")
             #expect(first.header("X-Cache-Status") == "MISS" && first.header("Vary") == "Accept")
             let before = try await cluster.upstreamRequests()

@@ -144,6 +144,8 @@ struct ServeCommandTests {
                 for (path, format) in [
                     ("/insecure/w:64/ext:png\(photo)", ImageFormat.png),
                     ("/insecure/w:64\(photo)@webp", .webp),
+                    ("/insecure/w:64/f:avif\(photo)", .avif),
+                    ("/insecure/w:64\(photo)@jxl", .jxl),
                     ("/insecure/w:64/" + encoded("local:///jpeg-800x600.jpg") + ".png", .png),
                 ] {
                     let answer = try await server.get(path)
@@ -156,6 +158,34 @@ struct ServeCommandTests {
                 }
                 #expect(try await server.get("/insecure/w:2001\(photo)").status == 400)
             }
+        }
+    }
+
+    @Test("HEIC, AVIF and JPEG XL sources: thumbnails upright, POST /info, and AVIF by Accept with --auto-avif")
+    func modernSources() async throws {
+        let modern = Command.fixture("modern/images")
+        try await serving(["--allow-unsigned", "--local-root", modern, "--auto-avif"]) { server in
+            // A HEIF stored on its side (irot) with a clean aperture: 36x50 upright.
+            for (name, width, height) in [
+                ("heif-orientation-6.heic", 23, 32), ("avif-irot1.avif", 24, 32), ("jxl-lossy.jxl", 32, 24),
+                ("heif-alpha.heic", 32, 24), ("avif-animation.avif", 32, 24),
+            ] {
+                let answer = try await server.get("/insecure/rs:fit:32:32/plain/local:///\(name)@png")
+                #expect(answer.status == 200, "\(name)")
+                let image = try decoded(answer)
+                #expect(image.width == width && image.height == height, "\(name): \(image)")
+            }
+            let chrome = "image/avif,image/webp,image/apng,*/*;q=0.8"
+            let answer = try await server.get(
+                "/insecure/w:32/plain/local:///heif-8bit.heic", headers: [("Accept", chrome)])
+            #expect(answer.header("Content-Type") == "image/avif" && answer.header("Vary") == "Accept")
+            #expect(try decoded(answer).format == .avif)
+            let heic = Array(try Data(contentsOf: URL(fileURLWithPath: modern + "/heif-orientation-6.heic")))
+            let info = try await server.post("/info", body: heic)
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(info.body)) as? [String: Any])
+            #expect(json["format"] as? String == "heif" && json["contentType"] as? String == "image/heif")
+            // The header's size is the stored one, as for a JPEG with an EXIF orientation.
+            #expect(json["orientation"] as? Int == 6 && json["width"] as? Int == 50 && json["height"] as? Int == 36)
         }
     }
 
