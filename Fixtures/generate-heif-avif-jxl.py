@@ -434,6 +434,92 @@ def jxl_fixtures():
            loop_count=0, durations=[100, 250, 400], has_alpha=True)
 
 
+# ---------------------------------------------------------------- conformance suites
+
+CONFORMANCE = []
+# A few files, about 2.5 MB with their references; scripts/conformance.py runs every file.
+JXL_SUITE = ["alpha_premultiplied", "blendmodes", "upsampling", "patches_lossless", "lz77_flower",
+             "bench_oriented_brg"]
+AVIF_SUITE = ["Microsoft/Chimera_8bit_cropped_480x256.avif", "Microsoft/Monochrome.avif",
+              "Microsoft/still_picture.avif", "Microsoft/Irvine_CA.avif"]
+
+
+def git_show(repo, path):
+    return subprocess.run(["git", "-C", repo, "show", f"HEAD:{path}"], check=True, capture_output=True).stdout
+
+
+def clap_rect(data):
+    """The primary item's clean aperture as (x, y, w, h), rounded as libheif rounds it, or None."""
+    def boxes(start, end):
+        o = start
+        while o + 8 <= end:
+            size, kind = struct.unpack(">I4s", data[o:o + 8])
+            yield kind, o + 8, o + size
+            o += size
+    for kind, s, e in boxes(0, len(data)):
+        if kind != b"meta":
+            continue
+        for k2, s2, e2 in boxes(s + 4, e):
+            if k2 != b"iprp":
+                continue
+            for k3, s3, e3 in boxes(s2, e2):
+                if k3 != b"ipco":
+                    continue
+                ispe = clap = None
+                for k4, s4, e4 in boxes(s3, e3):
+                    if k4 == b"ispe":
+                        ispe = struct.unpack(">II", data[s4 + 4:s4 + 12])
+                    if k4 == b"clap":
+                        clap = struct.unpack(">IIIIiIiI", data[s4:s4 + 32])
+                if ispe and clap:
+                    (w, h), (wn, wd, hn, hd, ho, hod, vo, vod) = ispe, clap
+                    cx, cy = ho / hod + (w - 1) / 2, vo / vod + (h - 1) / 2
+                    left, right = round(cx - (wn / wd - 1) / 2), round(cx + (wn / wd - 1) / 2)
+                    top, bottom = round(cy - (hn / hd - 1) / 2), round(cy + (hn / hd - 1) / 2)
+                    return left, top, right - left + 1, bottom - top + 1
+    return None
+
+
+def conformance_fixtures():
+    """A few files of JPEG XL's conformance suite (BSD, with their official reference PNGs,
+    shown upright) and of the AVIF test files (Microsoft's, BSD; references by Pillow's
+    AVIF plugin, which shows stored pixels without clap: the generator crops them). The
+    whole suites, and HEIF's (Nokia's, not redistributed), run with scripts/conformance.py."""
+    folder = os.path.join(ROOT, "conformance")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    jxl = os.environ.get("JXL_CONFORMANCE", "/work/.mirror/libjxl+conformance/repo")
+    for name in JXL_SUITE:
+        path = os.path.join(folder, f"jxl-{name}.jxl")
+        with open(path, "wb") as f:
+            f.write(git_show(jxl, f"testcases/{name}/input.jxl"))
+        ref = os.path.join(folder, f"jxl-{name}.ref.png")
+        with open(ref, "wb") as f:
+            f.write(git_show(jxl, f"testcases/{name}/ref.png"))
+        CONFORMANCE.append({"file": os.path.relpath(path, os.path.join(ROOT, "..")),
+                            "reference": os.path.relpath(ref, os.path.join(ROOT, "..")),
+                            "upright": True, "tolerance": 2, "source": "libjxl/conformance (official ref.png)"})
+    avif = os.environ.get("AVIF_TESTFILES", "/work/.mirror/AOMediaCodec+av1-avif/repo")
+    for name in AVIF_SUITE:
+        data = git_show(avif, "testFiles/" + name)
+        base = os.path.basename(name)[:-5]
+        path = os.path.join(folder, f"avif-{base}.avif")
+        with open(path, "wb") as f:
+            f.write(data)
+        im = Image.open(path).convert("RGBA")
+        rect = clap_rect(data)
+        if rect:
+            x, y, w, h = rect
+            im = im.crop((x, y, x + w, y + h))
+        ref = os.path.join(folder, f"avif-{base}.ref.png")
+        im.save(ref)
+        CONFORMANCE.append({"file": os.path.relpath(path, os.path.join(ROOT, "..")),
+                            "reference": os.path.relpath(ref, os.path.join(ROOT, "..")),
+                            "upright": False, "tolerance": 4,
+                            "source": "AOMediaCodec/av1-avif testFiles (Pillow AVIF, stored pixels" +
+                                      (", clap applied here)" if rect else ")")})
+
+
 def main():
     for folder in (IMAGES, EXPECTED):
         shutil.rmtree(folder, ignore_errors=True)
@@ -441,8 +527,9 @@ def main():
     heif_fixtures()
     avif_fixtures()
     jxl_fixtures()
+    conformance_fixtures()
     with open(os.path.join(ROOT, "manifest.json"), "w") as f:
-        json.dump({"fixtures": MANIFEST, "thumbnails": THUMBNAILS}, f, indent=1)
+        json.dump({"fixtures": MANIFEST, "thumbnails": THUMBNAILS, "conformance": CONFORMANCE}, f, indent=1)
         f.write("\n")
     shutil.rmtree(TMP)
     print(f"{len(MANIFEST)} fixtures, {len(THUMBNAILS)} thumbnails")

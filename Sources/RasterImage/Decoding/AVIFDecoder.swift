@@ -91,7 +91,8 @@ enum AVIFDecoder: FormatDecoder {
 
 /// An open AVIF file: libavif's decoder after it parsed the boxes. Lives for one decode.
 final class AVIFFile {
-    private let decoder: UnsafeMutablePointer<avifDecoder>
+    private let owner: Owned<UnsafeMutablePointer<avifDecoder>>
+    private var decoder: UnsafeMutablePointer<avifDecoder> { owner.pointer }
     let decodedWidth: Int
     let decodedHeight: Int
     let frameCount: Int
@@ -114,7 +115,7 @@ final class AVIFFile {
         guard let decoder = avifDecoderCreate() else {
             throw ImageDecodingError(.unsupported, format: .avif, message: "libavif: cannot create a decoder")
         }
-        self.decoder = decoder
+        owner = Owned(decoder) { avifDecoderDestroy($0) }
         // One thread: the caller's pool is the parallelism. libavif's own limits match ours.
         decoder.pointee.maxThreads = 1
         decoder.pointee.imageSizeLimit = UInt32(clamping: limits.maxPixelsPerFrame)
@@ -173,8 +174,6 @@ final class AVIFFile {
             ).iccProfile
         }
     }
-
-    deinit { avifDecoderDestroy(decoder) }
 
     /// Decodes frame `index` and hands its RGBA to `body` with the frame's duration;
     /// the pixels live only for the call.

@@ -100,3 +100,18 @@ struct DecodedPlane {
         return ThumbnailFinisher.finish(image, geometry: geometry, options: options)
     }
 }
+
+/// A C library's object, released when the last reference goes: an initializer that
+/// throws half-way (a limit, a parse error) releases what it had already made, since
+/// Swift destroys the stored properties it had set.
+final class Owned<Pointer> {
+    let pointer: Pointer
+    private let release: (Pointer) -> Void
+
+    init(_ pointer: Pointer, release: @escaping (Pointer) -> Void) {
+        self.pointer = pointer
+        self.release = release
+    }
+
+    deinit { release(pointer) }
+}

@@ -80,8 +80,9 @@ enum HEIFDecoder: FormatDecoder {
 /// An open HEIF file: libheif's context and primary image handle, and what the boxes
 /// say about placement. Lives for one decode.
 final class HEIFFile {
-    private let context: OpaquePointer
-    private let handle: OpaquePointer
+    private let context: Owned<OpaquePointer>
+    private let primary: Owned<OpaquePointer>
+    private var handle: OpaquePointer { primary.pointer }
     /// The boxes, describing the image decoded.
     let boxes: HEIFBoxes
     /// The size libheif gives the decoded image (stored, or upright when libheif transforms).
@@ -106,25 +107,22 @@ final class HEIFFile {
         let parsed = try HEIFBoxes(bytes, limits: limits, format: .heif)
         try HEIFFile.check(parsed, limits: limits, format: .heif)
         if parsed.isTruncated { throw ImageDecodingError(.truncated, format: .heif, message: "a box runs past the end") }
-        guard let context = heif_context_alloc() else {
+        guard let allocated = heif_context_alloc() else {
             throw ImageDecodingError(.unsupported, format: .heif, message: "libheif: cannot allocate a context")
         }
+        let context = Owned(allocated) { heif_context_free($0) }
+        self.context = context
         // Sides beyond what the pixel limit allows for a square are refused by libheif
         // itself too; tiles are decoded on the calling thread (the caller's pool is the parallelism).
-        heif_context_set_maximum_image_size_limit(context, Int32(clamping: min(limits.maxPixelsPerFrame, 1 << 20)))
-        heif_context_set_max_decoding_threads(context, 0)
-        do {
-            try HEIFDecoder.check(heif_context_read_from_memory_without_copy(context, bytes.baseAddress, bytes.count, nil))
-        } catch {
-            heif_context_free(context)
-            throw error
-        }
-        guard let (handle, item) = HEIFFile.primaryHandle(context) else {
-            heif_context_free(context)
+        heif_context_set_maximum_image_size_limit(
+            allocated, Int32(clamping: min(limits.maxPixelsPerFrame, 1 << 20)))
+        heif_context_set_max_decoding_threads(allocated, 0)
+        try HEIFDecoder.check(
+            heif_context_read_from_memory_without_copy(allocated, bytes.baseAddress, bytes.count, nil))
+        guard let (handle, item) = HEIFFile.primaryHandle(allocated) else {
             throw ImageDecodingError(.corrupt, format: .heif, message: "libheif: no primary image")
         }
-        self.context = context
-        self.handle = handle
+        primary = Owned(handle) { heif_image_handle_release($0) }
         boxes = parsed.describing(item)
         if boxes.item != parsed.item { try HEIFFile.check(boxes, limits: limits, format: .heif) }
         let placement = boxes.orientationAndCrop
@@ -144,11 +142,6 @@ final class HEIFFile {
         premultiplied = hasAlpha && heif_image_handle_is_premultiplied_alpha(handle) != 0
         depth = max(8, min(16, Int(heif_image_handle_get_luma_bits_per_pixel(handle))))
         iccProfile = HEIFFile.colorProfile(handle)
-    }
-
-    deinit {
-        heif_image_handle_release(handle)
-        heif_context_free(context)
     }
 
     /// The primary image: the one `pitm` names, unless that is another image's thumbnail

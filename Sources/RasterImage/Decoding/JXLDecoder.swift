@@ -188,8 +188,7 @@ final class JXLSession {
             JxlDecoderSetInput(decoder, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
                 == JXL_DEC_SUCCESS
         else {
-            JxlDecoderDestroy(decoder)
-            memory.deallocate()
+            // Every property is set: deinit releases the decoder and the counters.
             throw ImageDecodingError(.unsupported, format: .jxl, message: "libjxl: cannot configure the decoder")
         }
     }

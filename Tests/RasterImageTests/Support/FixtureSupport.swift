@@ -32,6 +32,19 @@ struct Fixture: Decodable, Sendable, CustomTestStringConvertible {
     var expectedICC: [UInt8]? { iccProfile.map(Fixtures.bytes) }
 }
 
+/// A file from a format's public conformance suite and the reference it must decode
+/// to (Fixtures/modern/CONFORMANCE.md says where each came from).
+struct ConformanceFixture: Decodable, Sendable, CustomTestStringConvertible {
+    let file: String
+    let reference: String
+    /// Whether the reference is shown upright (the orientation applied) or as stored.
+    let upright: Bool
+    let tolerance: Int
+    let source: String
+
+    var testDescription: String { file }
+}
+
 /// One entry of the manifest's "thumbnails": a source, thumbnail options, and Pillow's
 /// reference for what they should give.
 struct ThumbnailFixture: Decodable, Sendable, CustomTestStringConvertible {
@@ -86,6 +99,7 @@ enum Fixtures {
     private struct Manifest: Decodable {
         let fixtures: [Fixture]
         let thumbnails: [ThumbnailFixture]
+        let conformance: [ConformanceFixture]?
     }
 
     /// Fixtures/manifest.json (Fixtures/generate.py) and Fixtures/modern/manifest.json
@@ -97,6 +111,7 @@ enum Fixtures {
 
     static let all: [Fixture] = manifests.flatMap(\.fixtures)
     static let thumbnails: [ThumbnailFixture] = manifests.flatMap(\.thumbnails)
+    static let conformance: [ConformanceFixture] = manifests.flatMap { $0.conformance ?? [] }
 
     static func named(_ name: String) -> Fixture {
         all.first { $0.name == name }!
