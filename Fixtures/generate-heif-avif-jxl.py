@@ -239,6 +239,16 @@ def heif_fixtures():
         record(f"heif-orientation-{orientation}", path, "heif", [stored_pixels], "pillow-heif (orientation undone)",
                2, orientation=orientation)
 
+    # heif-enc copies a JPEG's EXIF (orientation 6 here) and writes a grid (one 64x64
+    # tile cropped to 64x48); no irot: HEIF says the EXIF orientation is not applied.
+    jpeg = os.path.join(TMP, "heif-exif.jpg")
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    Image.fromarray(rgb).save(jpeg, quality=95, exif=exif.tobytes())
+    path = out("heif-exif-orientation-grid", "heic")
+    run("heif-enc", "-q", "92", "-o", path, jpeg)
+    record("heif-exif-orientation-grid", path, "heif", [reference(path)], "pillow-heif", 1, orientation=1)
+
     path = out("heif-thumbnail", "heic")
     run("heif-enc", "-q", "92", "-t", "32", "-o", path, source_png("heif-thumb-src", rgb))
     record("heif-thumbnail", path, "heif", [reference(path)], "pillow-heif", 1)
@@ -520,6 +530,31 @@ def conformance_fixtures():
                                       (", clap applied here)" if rect else ")")})
 
 
+# ---------------------------------------------------------------- hostile and large
+
+def patched_ispe(source, target, width, height):
+    """A copy of `source` whose every ispe box claims width x height (same length)."""
+    data = bytearray(open(source, "rb").read())
+    at = 0
+    while (at := data.find(b"ispe", at)) > 0:
+        data[at + 8:at + 16] = struct.pack(">II", width, height)
+        at += 4
+    with open(target, "wb") as f:
+        f.write(data)
+
+
+def hostile_and_large_fixtures():
+    hostile = os.path.join(ROOT, "hostile")
+    shutil.rmtree(hostile, ignore_errors=True)
+    os.makedirs(hostile)
+    patched_ispe(out("heif-8bit", "heic"), os.path.join(hostile, "heif-ispe-60000x60000.heic"), 60000, 60000)
+    patched_ispe(out("avif-8bit", "avif"), os.path.join(hostile, "avif-ispe-60000x60000.avif"), 60000, 60000)
+    patched_ispe(out("heif-8bit", "heic"), os.path.join(hostile, "heif-ispe-0x0.heic"), 0, 0)
+    # A lossy JPEG XL large enough for its DC (1/8) to serve a thumbnail.
+    src = source_png("jxl-large-src", base_rgb(1024, 768, seed=61))
+    run("cjxl", "-d", "1", src, out("jxl-1024x768", "jxl"))
+
+
 def main():
     for folder in (IMAGES, EXPECTED):
         shutil.rmtree(folder, ignore_errors=True)
@@ -528,6 +563,7 @@ def main():
     avif_fixtures()
     jxl_fixtures()
     conformance_fixtures()
+    hostile_and_large_fixtures()
     with open(os.path.join(ROOT, "manifest.json"), "w") as f:
         json.dump({"fixtures": MANIFEST, "thumbnails": THUMBNAILS, "conformance": CONFORMANCE}, f, indent=1)
         f.write("\n")

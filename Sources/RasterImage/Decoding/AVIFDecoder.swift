@@ -127,7 +127,11 @@ final class AVIFFile {
         // offset, a missing pixi) is decoded, not refused.
         decoder.pointee.strictFlags = AVIF_STRICT_DISABLED.rawValue
         try AVIFDecoder.check(avifDecoderSetIOMemory(decoder, bytes.baseAddress, bytes.count), "reading")
-        try AVIFDecoder.check(avifDecoderParse(decoder), "parsing")
+        let parsedResult = avifDecoderParse(decoder)
+        if parsedResult != AVIF_RESULT_OK && AVIFFile.diagnostics(decoder).contains("imageCountLimit") {
+            throw ImageDecodingError(.tooManyFrames(limit: limits.maxFrames), format: .avif)
+        }
+        try AVIFDecoder.check(parsedResult, "parsing")
         guard let parsed = decoder.pointee.image else {
             throw ImageDecodingError(.corrupt, format: .avif, message: "libavif: no image")
         }
@@ -172,6 +176,13 @@ final class AVIFFile {
             iccProfile = ColorSignal(
                 primaries: Int(image.colorPrimaries), transfer: Int(image.transferCharacteristics)
             ).iccProfile
+        }
+    }
+
+    /// libavif's explanation of its last error.
+    private static func diagnostics(_ decoder: UnsafeMutablePointer<avifDecoder>) -> String {
+        withUnsafeBytes(of: decoder.pointee.diag.error) { bytes in
+            String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
         }
     }
 

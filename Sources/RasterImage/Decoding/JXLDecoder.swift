@@ -173,7 +173,10 @@ final class JXLSession {
 
     init(_ bytes: UnsafeRawBufferPointer, limits: DecodingLimits, events: UInt32) throws {
         memory = .allocate(capacity: 1)
-        memory.initialize(to: cjxl_memory(limit: limits.maxWorkingBytes, in_use: 0, peak: 0, refused: 0))
+        // The cap leaves libjxl's own state (the decoder, its tables: well under a
+        // megabyte) besides the working memory the limits allow.
+        memory.initialize(
+            to: cjxl_memory(limit: Checked.saturatingAdd(limits.maxWorkingBytes, 1 << 20), in_use: 0, peak: 0, refused: 0))
         limit = limits.maxWorkingBytes
         var manager = cjxl_counting_manager(memory)
         guard let decoder = JxlDecoderCreate(&manager) else {
