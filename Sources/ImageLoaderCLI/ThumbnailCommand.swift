@@ -39,7 +39,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
             "With --fill, the part kept: \(ThumbnailOptions.Gravity.allCases.map(\.rawValue).joined(separator: ", ")).")
     var gravity: String = ThumbnailOptions.Gravity.center.rawValue
 
-    @Option(help: "JPEG or WebP quality, 1-100.")
+    @Option(help: "JPEG, WebP, AVIF or JPEG XL quality, 1-100.")
     var quality: Int?
 
     @Option(help: "Resampling kernel: \(ResamplingKernel.allCases.map(\.rawValue).joined(separator: ", ")).")
@@ -47,6 +47,9 @@ struct ThumbnailCommand: AsyncParsableCommand {
 
     @Flag(help: "Let the decoder shrink as far as it can (faster, a little softer).")
     var fastest = false
+
+    @Flag(help: "Decode at full size, then resize (no shrinking while decoding): to compare the two.")
+    var fullDecode = false
 
     @Flag(help: "Resample in linear light.")
     var linear = false
@@ -97,6 +100,9 @@ struct ThumbnailCommand: AsyncParsableCommand {
         options.outputFormat = outputFormat!
         let encoded: EncodedImage
         switch Input(input) {
+        case .file(let path) where fullDecode:
+            let image = try ImageDecoder().decode(.file(path: path), options: DecodingOptions(frames: options.frames))
+            encoded = try image.thumbnail(options: options).encoded(as: options.outputFormat)
         case .file(let path):
             encoded = try ImageDecoder().encodedThumbnail(.file(path: path), options: options)
         case .url:
