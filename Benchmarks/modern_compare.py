@@ -12,8 +12,9 @@ Fixtures/make_heic_grid.py) for peak memory.
 
 Sections:
   decode     whole-process full decodes: `imageloader decode IN` against heif-convert
-             (to a y4m file, the cheapest output it has), avifdec (y4m) and djxl
-             (to a PPM), output to /dev/shm and discarded.
+             (to a y4m file, the cheapest output it has: YCbCr, so it skips the
+             conversion to RGB that we do), avifdec -j 1 (y4m, the same) and djxl
+             --num_threads=1 (to a PPM; djxl's 0 means all cores), output to /dev/shm.
   thumbnail  256 px thumbnails, one at a time on one core, whole processes:
              `imageloader thumbnail` against pyvips (libvips 8.18, AVIF only: it reads
              no HEVC and no JPEG XL), and JPEG XL through its DC against a full decode
@@ -26,8 +27,8 @@ Sections:
 
 "x ref" is the median over rounds of (our time / the reference's time in that round).
 Needs: heif-enc, heif-convert, avifenc, avifdec, cjxl, djxl; for `thumbnail` pyvips with
-pyvips-binary, for `encode` the ssimulacra2 command (pip's ssimulacra2) in PATH or a
-virtual environment given by --venv.
+pyvips-binary (--python), for `encode` pip's ssimulacra2 (--venv: a virtual environment
+that has it).
 """
 import argparse
 import os
@@ -136,9 +137,9 @@ def main():
              ["heif-convert", made["photo.heic"], out("d.y4m")]),
             ("AVIF 12 MP", [tool, "decode", made["photo.avif"]], ["avifdec", "-j", "1", made["photo.avif"], out("d.y4m")]),
             ("JPEG XL 12 MP lossy", [tool, "decode", made["photo.jxl"]],
-             ["djxl", made["photo.jxl"], out("d.ppm"), "--num_threads=0"]),
+             ["djxl", made["photo.jxl"], out("d.ppm"), "--num_threads=1"]),
             ("JPEG XL 12 MP lossless", [tool, "decode", made["photo-lossless.jxl"]],
-             ["djxl", made["photo-lossless.jxl"], out("d.ppm"), "--num_threads=0"]),
+             ["djxl", made["photo-lossless.jxl"], out("d.ppm"), "--num_threads=1"]),
         ], args.runs, "Full decodes, whole process (references write their cheapest output to /dev/shm)")
 
     if args.only in (None, "thumbnail"):
@@ -165,7 +166,8 @@ def main():
 def encode_table(tool, made, args):
     """512 px thumbnails in each format: time of the whole `thumbnail` command minus the
     same command writing PNG level 0 (the decode and resize), bytes, SSIMULACRA2."""
-    ssim = os.path.join(args.venv, "bin", "ssimulacra2") if args.venv else "ssimulacra2"
+    python = os.path.join(args.venv, "bin", "python") if args.venv else sys.executable
+    ssim = [python, "-c", "import sys, ssimulacra2; print(ssimulacra2.compute_ssimulacra2(sys.argv[1], sys.argv[2]))"]
     reference = os.path.join(args.work, "ref512.png")
     subprocess.run([tool, "thumbnail", made["png"], "--size", "512", "-o", reference], check=True)
     rows = [("WebP q75", "webp", 75), ("JPEG q80", "jpg", 80), ("AVIF q60 (speed 9)", "avif", 60),
@@ -188,8 +190,8 @@ def encode_table(tool, made, args):
         path = os.path.join(args.work, f"enc.{ext}")
         decoded = os.path.join(args.work, f"enc-{ext}.png")
         subprocess.run([tool, "decode", path, "-o", decoded], check=True, capture_output=True)
-        score = subprocess.run([ssim, reference, decoded], capture_output=True, text=True)
-        value = score.stdout.strip().split()[-1] if score.returncode == 0 and score.stdout.strip() else "n/a"
+        score = subprocess.run(ssim + [reference, decoded], capture_output=True, text=True)
+        value = f"{float(score.stdout.split()[-1]):.1f}" if score.returncode == 0 and score.stdout.strip() else "n/a"
         extra = statistics.median(times[name]) - statistics.median(base)
         print(f"| {name} | {extra:.1f} | {os.path.getsize(path):,} | {value} |")
 

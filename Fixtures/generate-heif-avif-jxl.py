@@ -249,6 +249,14 @@ def heif_fixtures():
     run("heif-enc", "-q", "92", "-o", path, jpeg)
     record("heif-exif-orientation-grid", path, "heif", [reference(path)], "pillow-heif", 1, orientation=1)
 
+    # A grid of hidden 64-pixel tiles laid out as an iPhone lays out its 512-pixel ones.
+    path = out("heif-grid-3x2", "heic")
+    subprocess.run([sys.executable, os.path.join(ROOT, "..", "make_heic_grid.py"),
+                    source_png("heif-grid-src", base_rgb(180, 120, seed=13)), path,
+                    "--width", "180", "--height", "120", "--tile", "64", "--quality", "92"],
+                   check=True, capture_output=True)
+    record("heif-grid-3x2", path, "heif", [reference(path)], "pillow-heif", 1)
+
     path = out("heif-thumbnail", "heic")
     run("heif-enc", "-q", "92", "-t", "32", "-o", path, source_png("heif-thumb-src", rgb))
     record("heif-thumbnail", path, "heif", [reference(path)], "pillow-heif", 1)

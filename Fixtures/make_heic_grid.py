@@ -86,15 +86,17 @@ def main():
     parser.add_argument("--width", type=int, default=8000)
     parser.add_argument("--height", type=int, default=6000)
     parser.add_argument("--quality", type=int, default=70)
+    parser.add_argument("--tile", type=int, default=TILE, help="the tiles' side (512, as iPhones)")
     args = parser.parse_args()
-    columns = (args.width + TILE - 1) // TILE
-    rows = (args.height + TILE - 1) // TILE
+    tile_side = args.tile
+    columns = (args.width + tile_side - 1) // tile_side
+    rows = (args.height + tile_side - 1) // tile_side
     work = tempfile.mkdtemp(prefix="heic-grid.")
     canvas = os.path.join(work, "canvas.png")
     subprocess.run(["convert-im6.q16", args.source, "-resize", f"{args.width}x{args.height}^", "-gravity", "center",
                     "-extent", f"{args.width}x{args.height}", "-gravity", "northwest",
-                    "-extent", f"{columns * TILE}x{rows * TILE}", canvas], check=True)
-    subprocess.run(["convert-im6.q16", canvas, "-crop", f"{TILE}x{TILE}", "+repage",
+                    "-extent", f"{columns * tile_side}x{rows * tile_side}", canvas], check=True)
+    subprocess.run(["convert-im6.q16", canvas, "-crop", f"{tile_side}x{tile_side}", "+repage",
                     os.path.join(work, "tile-%04d.png")], check=True)
     def encode(index):
         png = os.path.join(work, f"tile-{index:04d}.png")
@@ -120,7 +122,7 @@ def main():
     idat = box(b"idat", grid_descriptor)
     # Properties: 1 the grid's ispe, 2 the tiles' ispe, 3... one hvcC a tile.
     properties = [full_box(b"ispe", 0, 0, struct.pack(">II", args.width, args.height)),
-                  full_box(b"ispe", 0, 0, struct.pack(">II", TILE, TILE))]
+                  full_box(b"ispe", 0, 0, struct.pack(">II", tile_side, tile_side))]
     properties += [hvcc for hvcc, _ in tiles]
     ipco = box(b"ipco", b"".join(properties))
     entries = [struct.pack(">HB", grid_id, 1) + struct.pack(">H", 1)]
@@ -146,7 +148,7 @@ def main():
     mdat = b"".join(payload for _, payload in tiles)
     with open(args.out, "wb") as out:
         out.write(ftyp + meta + struct.pack(">I", 8 + len(mdat)) + b"mdat" + mdat)
-    print(f"{args.out}: {args.width}x{args.height}, {rows}x{columns} tiles of {TILE}, "
+    print(f"{args.out}: {args.width}x{args.height}, {rows}x{columns} tiles of {tile_side}, "
           f"{os.path.getsize(args.out):,} bytes", file=sys.stderr)
 
 

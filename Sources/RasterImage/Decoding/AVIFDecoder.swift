@@ -43,12 +43,15 @@ enum AVIFDecoder: FormatDecoder {
             for index in wanted {
                 try limits.checkTotal(
                     pixels: Checked.multiply(frames.count + 1, file.decodedWidth * file.decodedHeight), format: .avif)
-                let frame = try file.withFrame(index, limits: limits) { plane, duration in
-                    plane.image(
-                        plane.region(file.crop), orientation: file.orientation, iccProfile: nil, format: .avif,
-                        hasAlpha: file.hasAlpha, duration: duration
-                    ).frames[0]
-                }
+                let frame =
+                    file.crop == nil
+                    ? try file.frame(index, limits: limits)
+                    : try file.withFrame(index, limits: limits) { plane, duration in
+                        try plane.image(
+                            plane.region(file.crop), orientation: file.orientation, iccProfile: nil, format: .avif,
+                            hasAlpha: file.hasAlpha, duration: duration
+                        ).frames[0]
+                    }
                 frames.append(frame)
             }
             return RasterImage(
@@ -191,11 +194,37 @@ final class AVIFFile {
     func withFrame<R>(
         _ index: Int, limits: DecodingLimits, _ body: (DecodedPlane, Duration) throws -> R
     ) throws -> R {
+        let rowBytes = decodedWidth * 4
+        let pixels = UnsafeMutablePointer<UInt8>.allocate(capacity: rowBytes * decodedHeight)
+        defer { pixels.deallocate() }
+        let duration = try convertFrame(index, limits: limits, into: pixels, rowBytes: rowBytes)
+        let plane = DecodedPlane(
+            base: UnsafeRawPointer(pixels), stride: rowBytes, width: decodedWidth, height: decodedHeight,
+            storageBits: 8, depth: 8, premultiplied: false)
+        return try body(plane, duration)
+    }
+
+    /// Frame `index` as a whole frame of the image, converted by libavif straight into
+    /// the output (no crop to apply: no copy).
+    func frame(_ index: Int, limits: DecodingLimits) throws -> RasterImage.Frame {
+        let rowBytes = decodedWidth * 4
+        var duration = Duration.zero
+        let pixels = try PixelBuffer.make(count: rowBytes * decodedHeight) { base in
+            duration = try convertFrame(index, limits: limits, into: base, rowBytes: rowBytes)
+        }
+        return RasterImage.Frame(pixels: pixels, duration: duration)
+    }
+
+    /// Decodes frame `index` and converts it to 8-bit RGBA with straight alpha at
+    /// `destination`, rows `rowBytes` apart; returns its duration.
+    private func convertFrame(
+        _ index: Int, limits: DecodingLimits, into destination: UnsafeMutablePointer<UInt8>, rowBytes: Int
+    ) throws -> Duration {
         let sampleBytes = depth > 8 ? 2 : 1
-        // dav1d's planes (4:4:4 and alpha at most), libavif's copy of them, the RGBA.
+        // dav1d's planes (4:4:4 and alpha at most) and libavif's copy of them.
         try limits.checkWorking(
-            bytes: Checked.multiply(decodedWidth * decodedHeight, sampleBytes * 12), format: .avif,
-            what: "libavif's planes and RGBA")
+            bytes: Checked.multiply(decodedWidth * decodedHeight, sampleBytes * 8), format: .avif,
+            what: "libavif's planes")
         try AVIFDecoder.check(avifDecoderNthImage(decoder, UInt32(index)), "decoding frame \(index)")
         guard let image = decoder.pointee.image else {
             throw ImageDecodingError(.corrupt, format: .avif, message: "libavif: no image")
@@ -209,18 +238,11 @@ final class AVIFFile {
         // libavif reduces deeper samples to 8 bits itself, rounding in its conversion.
         rgb.depth = 8
         rgb.alphaPremultiplied = 0
-        avifRGBImageAllocatePixels(&rgb)
-        defer { avifRGBImageFreePixels(&rgb) }
-        guard let pixels = rgb.pixels else {
-            throw ImageDecodingError(.unsupported, format: .avif, message: "libavif: out of memory")
-        }
+        rgb.pixels = destination
+        rgb.rowBytes = UInt32(rowBytes)
         try AVIFDecoder.check(avifImageYUVToRGB(image, &rgb), "converting to RGB")
         let seconds = decoder.pointee.imageTiming.duration
-        let duration: Duration =
-            frameCount > 1 && seconds.isFinite && seconds > 0 ? .milliseconds(Int(min(seconds, 86_400) * 1000)) : .zero
-        let plane = DecodedPlane(
-            base: UnsafeRawPointer(pixels), stride: Int(rgb.rowBytes), width: decodedWidth, height: decodedHeight,
-            storageBits: 8, depth: 8, premultiplied: false)
-        return try body(plane, duration)
+        return frameCount > 1 && seconds.isFinite && seconds > 0
+            ? .milliseconds(Int(min(seconds, 86_400) * 1000)) : .zero
     }
 }

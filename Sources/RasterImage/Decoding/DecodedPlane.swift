@@ -14,6 +14,8 @@ struct DecodedPlane {
     let depth: Int
     /// Whether the colour samples are multiplied by alpha.
     let premultiplied: Bool
+    /// 4 (RGBA) or 3 (RGB: opaque, alpha 255 written).
+    var channels = 4
 
     /// A rectangle of the plane.
     struct Rect: Equatable {
@@ -31,27 +33,54 @@ struct DecodedPlane {
         return Rect(x: x, y: y, width: min(crop.width, width - x), height: min(crop.height, height - y))
     }
 
-    /// Writes `region`'s rows into `target` as 8-bit RGBA with straight alpha.
-    func write(_ region: Rect, into target: some RowTarget) {
+    /// Writes `region`'s rows into `target` as 8-bit RGBA with straight alpha, as the
+    /// target's rows from `firstRow` on.
+    func write(_ region: Rect, into target: some RowTarget, at firstRow: Int = 0) {
         var y = 0
         while y < region.height {
             let count = min(target.maxRows, region.height - y)
-            let destination = target.rows(y, count: count)
+            let destination = target.rows(firstRow + y, count: count)
             for row in 0..<count {
                 let source = base + (region.y + y + row) * stride
                 let output = destination + row * target.bytesPerRow
-                if storageBits == 8 {
+                switch (storageBits, channels) {
+                case (8, 4):
                     output.update(
                         from: (source + region.x * 4).assumingMemoryBound(to: UInt8.self), count: region.width * 4)
-                } else {
+                case (8, _):
+                    DecodedPlane.expand((source + region.x * 3).assumingMemoryBound(to: UInt8.self), into: output, count: region.width)
+                case (_, 4):
                     DecodedPlane.reduce(
                         (source + region.x * 8).assumingMemoryBound(to: UInt16.self), into: output,
                         count: region.width * 4, depth: depth)
+                default:
+                    DecodedPlane.reduceRGB(
+                        (source + region.x * 6).assumingMemoryBound(to: UInt16.self), into: output,
+                        count: region.width, depth: depth)
                 }
                 if premultiplied { PixelAlpha.unpremultiply(output, region.width) }
             }
-            target.commit(y, count: count)
+            target.commit(firstRow + y, count: count)
             y += count
+        }
+    }
+
+    /// `count` RGB pixels to RGBA, opaque.
+    static func expand(_ source: UnsafePointer<UInt8>, into output: UnsafeMutablePointer<UInt8>, count: Int) {
+        for index in 0..<count {
+            output[index * 4] = source[index * 3]
+            output[index * 4 + 1] = source[index * 3 + 1]
+            output[index * 4 + 2] = source[index * 3 + 2]
+            output[index * 4 + 3] = 255
+        }
+    }
+
+    /// `count` RGB pixels of `depth`-bit samples to 8-bit RGBA, opaque, rounded as ``reduce(_:into:count:depth:)``.
+    static func reduceRGB(_ source: UnsafePointer<UInt16>, into output: UnsafeMutablePointer<UInt8>, count: Int, depth: Int)
+    {
+        for index in 0..<count {
+            reduce(source + index * 3, into: output + index * 4, count: 3, depth: depth)
+            output[index * 4 + 3] = 255
         }
     }
 
@@ -71,15 +100,11 @@ struct DecodedPlane {
     func image(
         _ region: Rect, orientation: Orientation, iccProfile: [UInt8]?, format: ImageFormat, hasAlpha: Bool,
         duration: Duration = .zero
-    ) -> RasterImage {
-        let bytesPerRow = region.width * 4
-        let pixels = PixelBuffer.make(count: bytesPerRow * region.height) { base in
-            write(region, into: ImageBufferTarget(base, bytesPerRow: bytesPerRow))
-        }
-        return RasterImage(
-            validatedWidth: region.width, height: region.height, bytesPerRow: bytesPerRow,
-            frames: [.init(pixels: pixels, duration: duration)], alphaMode: .straight, loopCount: 1,
-            orientation: orientation, iccProfile: iccProfile, format: format, hasAlpha: hasAlpha)
+    ) throws -> RasterImage {
+        try DecodedPlane.image(
+            width: region.width, height: region.height, orientation: orientation, iccProfile: iccProfile,
+            format: format, hasAlpha: hasAlpha, duration: duration
+        ) { target in write(region, into: target) }
     }
 
     /// A thumbnail of the plane's `region`: its rows streamed into a resize, never copied whole.
@@ -87,12 +112,39 @@ struct DecodedPlane {
         _ region: Rect, orientation: Orientation, iccProfile: [UInt8]?, format: ImageFormat, hasAlpha: Bool,
         options: ThumbnailOptions
     ) throws -> RasterImage {
+        try DecodedPlane.thumbnail(
+            width: region.width, height: region.height, orientation: orientation, iccProfile: iccProfile,
+            format: format, hasAlpha: hasAlpha, options: options
+        ) { target in write(region, into: target) }
+    }
+
+    /// A `width` × `height` image whose rows `rows` writes, top to bottom, into the output.
+    static func image(
+        width: Int, height: Int, orientation: Orientation, iccProfile: [UInt8]?, format: ImageFormat, hasAlpha: Bool,
+        duration: Duration = .zero, rows: (any RowTarget) throws -> Void
+    ) throws -> RasterImage {
+        let bytesPerRow = width * 4
+        let pixels = try PixelBuffer.make(count: bytesPerRow * height) { base in
+            try rows(ImageBufferTarget(base, bytesPerRow: bytesPerRow))
+        }
+        return RasterImage(
+            validatedWidth: width, height: height, bytesPerRow: bytesPerRow,
+            frames: [.init(pixels: pixels, duration: duration)], alphaMode: .straight, loopCount: 1,
+            orientation: orientation, iccProfile: iccProfile, format: format, hasAlpha: hasAlpha)
+    }
+
+    /// A thumbnail of a `width` × `height` image whose rows `rows` writes, top to bottom,
+    /// into a streaming resize: the full-size image is never held.
+    static func thumbnail(
+        width: Int, height: Int, orientation: Orientation, iccProfile: [UInt8]?, format: ImageFormat, hasAlpha: Bool,
+        options: ThumbnailOptions, rows: (any RowTarget) throws -> Void
+    ) throws -> RasterImage {
         let geometry = try ThumbnailGeometry(
-            sourceWidth: region.width, sourceHeight: region.height, orientation: orientation, options: options)
+            sourceWidth: width, sourceHeight: height, orientation: orientation, options: options)
         let resizer = StreamingResizer(
-            window: geometry.window(inputWidth: region.width, inputHeight: region.height), kernel: options.kernel,
+            window: geometry.window(inputWidth: width, inputHeight: height), kernel: options.kernel,
             channels: hasAlpha ? .straightAlpha : .independent, linearLight: options.linearLight)
-        write(region, into: ResizingTarget(resizer: resizer))
+        try rows(ResizingTarget(resizer: resizer))
         let image = RasterImage(
             validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight,
             bytesPerRow: geometry.croppedWidth * 4, frames: [.init(pixels: resizer.finish())], alphaMode: .straight,

@@ -38,6 +38,30 @@ struct HEIFBoxes {
     /// The stored size of the first tile of a grid.
     var tileSize: (width: Int, height: Int)? { tileItems.first.flatMap(size(of:)) }
 
+    /// The coded samples of a pixel in quarters (4:0:0 4, 4:2:0 6, 4:2:2 8, 4:4:4 12),
+    /// from the image's (or its first tile's) `hvcC` or `av1C`; `nil` when neither says.
+    var chromaQuarters: Int? {
+        for candidate in [item] + tileItems.prefix(1) {
+            for index in associations[candidate] ?? [] {
+                guard let property = property(index) else { continue }
+                let start = property.body.lowerBound
+                if property.type == "hvcC", let format = reader.uint8(start + 16) {
+                    return [4, 6, 8, 12][Int(format & 3)]
+                }
+                if property.type == "av1C", let flags = reader.uint8(start + 2) {
+                    // mono_chrome, chroma_subsampling_x, chroma_subsampling_y: bits 4, 3, 2.
+                    if flags & 0x10 != 0 { return 4 }
+                    switch (flags >> 3 & 1, flags >> 2 & 1) {
+                    case (1, 1): return 6
+                    case (1, 0): return 8
+                    default: return 12
+                    }
+                }
+            }
+        }
+        return nil
+    }
+
     /// The item the facts above describe: the primary item unless ``describing(_:)`` chose another.
     private(set) var item: UInt32 = 0
     private var properties: [(type: String, body: Range<Int>)] = []

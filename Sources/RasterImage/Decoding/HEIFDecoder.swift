@@ -30,11 +30,11 @@ enum HEIFDecoder: FormatDecoder {
         try checkFrame(options.frames)
         return try reader.withContiguousBytes { bytes in
             let file = try HEIFFile(bytes, limits: options.limits)
-            return try file.withPixels(limits: options.limits) { plane in
-                plane.image(
-                    plane.region(file.crop), orientation: file.orientation, iccProfile: file.iccProfile,
-                    format: .heif, hasAlpha: file.hasAlpha)
-            }
+            let region = file.region
+            return try DecodedPlane.image(
+                width: region.width, height: region.height, orientation: file.orientation,
+                iccProfile: file.iccProfile, format: .heif, hasAlpha: file.hasAlpha
+            ) { target in try file.write(into: target, limits: options.limits) }
         }
     }
 
@@ -45,11 +45,11 @@ enum HEIFDecoder: FormatDecoder {
             if options.usesEmbeddedThumbnail, let embedded = try file.embeddedThumbnail(fitting: options) {
                 return embedded
             }
-            return try file.withPixels(limits: options.limits) { plane in
-                try plane.thumbnail(
-                    plane.region(file.crop), orientation: file.orientation, iccProfile: file.iccProfile,
-                    format: .heif, hasAlpha: file.hasAlpha, options: options)
-            }
+            let region = file.region
+            return try DecodedPlane.thumbnail(
+                width: region.width, height: region.height, orientation: file.orientation,
+                iccProfile: file.iccProfile, format: .heif, hasAlpha: file.hasAlpha, options: options
+            ) { target in try file.write(into: target, limits: options.limits) }
         }
     }
 
@@ -200,14 +200,18 @@ final class HEIFFile {
         }
     }
 
-    /// Decodes the primary image and hands its interleaved RGBA to `body`; the pixels
-    /// live only for the call.
-    func withPixels<R>(limits: DecodingLimits, _ body: (DecodedPlane) throws -> R) throws -> R {
-        try decode(handle, limits: limits, transforms: libheifTransforms, body)
+    /// The image's rows, cropped, in `target`, from libheif's one decode.
+    func write(into target: any RowTarget, limits: DecodingLimits) throws {
+        try decode(handle, limits: limits, transforms: libheifTransforms) { plane in
+            plane.write(plane.region(crop), into: target)
+        }
     }
 
-    /// libheif's working memory, checked before it decodes: the coded planes (at most
-    /// three full planes and alpha, 4:4:4) and the interleaved RGBA it converts them to.
+    /// libheif's working memory, checked before it decodes: the coded planes (as the
+    /// `hvcC` or `av1C` says they are subsampled; 4:4:4 when it does not say) and the
+    /// interleaved RGB (RGBA with alpha) it converts them to. An opaque image comes as
+    /// RGB, 3 bytes a pixel: an iPhone's 48-megapixel 4:2:0 photo needs 216 MB, within
+    /// the default 256 MiB.
     private func decode<R>(
         _ handle: OpaquePointer, limits: DecodingLimits, transforms: Bool, _ body: (DecodedPlane) throws -> R
     ) throws -> R {
@@ -215,15 +219,24 @@ final class HEIFFile {
         let height = Int(heif_image_handle_get_height(handle))
         try limits.check(width: width, height: height, format: .heif)
         let sampleBytes = depth > 8 ? 2 : 1
-        let pixels = max(width * height, decodedWidth * decodedHeight)
+        let alpha = heif_image_handle_has_alpha_channel(handle) != 0
+        let channels = alpha ? 4 : 3
+        // Coded samples a pixel, in quarters: 4:0:0 4, 4:2:0 6, 4:2:2 8, 4:4:4 12 (and alpha 4).
+        let codedQuarters = (boxes.chromaQuarters ?? 12) + (alpha ? 4 : 0)
+        let perPixel = sampleBytes * (codedQuarters + channels * 4)
+        // (In range: the pixels passed the limit.)
         try limits.checkWorking(
-            bytes: Checked.multiply(pixels, sampleBytes * 8), format: .heif, what: "libheif's planes and RGBA")
+            bytes: Checked.multiply(width * height, perPixel).map { ($0 + 3) / 4 }, format: .heif,
+            what: "libheif's planes and RGB")
         guard let options = heif_decoding_options_alloc() else {
             throw ImageDecodingError(.unsupported, format: .heif, message: "libheif: cannot allocate options")
         }
         defer { heif_decoding_options_free(options) }
         options.pointee.ignore_transformations = transforms ? 0 : 1
-        let chroma = depth > 8 ? heif_chroma_interleaved_RRGGBBAA_LE : heif_chroma_interleaved_RGBA
+        let chroma =
+            depth > 8
+            ? (alpha ? heif_chroma_interleaved_RRGGBBAA_LE : heif_chroma_interleaved_RRGGBB_LE)
+            : (alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB)
         var image: OpaquePointer?
         try HEIFDecoder.check(heif_decode_image(handle, &image, heif_colorspace_RGB, chroma, options))
         guard let image else { throw ImageDecodingError(.corrupt, format: .heif, message: "libheif: no image") }
@@ -234,7 +247,7 @@ final class HEIFFile {
         }
         let planeWidth = Int(heif_image_get_width(image, heif_channel_interleaved))
         let planeHeight = Int(heif_image_get_height(image, heif_channel_interleaved))
-        guard planeWidth > 0, planeHeight > 0, Int(stride) >= planeWidth * 4 * sampleBytes else {
+        guard planeWidth > 0, planeHeight > 0, Int(stride) >= planeWidth * channels * sampleBytes else {
             throw ImageDecodingError(.corrupt, format: .heif, message: "libheif: empty image")
         }
         let bits = depth > 8 ? Int(heif_image_get_bits_per_pixel_range(image, heif_channel_interleaved)) : 8
@@ -242,7 +255,7 @@ final class HEIFFile {
             DecodedPlane(
                 base: UnsafeRawPointer(base), stride: Int(stride), width: planeWidth, height: planeHeight,
                 storageBits: sampleBytes * 8, depth: sampleBytes == 1 ? 8 : max(9, min(16, bits > 0 ? bits : depth)),
-                premultiplied: premultiplied))
+                premultiplied: premultiplied && alpha, channels: channels))
     }
 
     /// The file's embedded thumbnail made into the thumbnail asked for, when there is
