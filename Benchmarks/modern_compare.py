@@ -195,6 +195,33 @@ def encode_table(tool, made, args):
         extra = statistics.median(times[name]) - statistics.median(base)
         print(f"| {name} | {extra:.1f} | {os.path.getsize(path):,} | {value} |")
 
+    # Bytes at equal quality: the lowest quality of each encoder whose SSIMULACRA2 reaches
+    # WebP q75's (bisection over 1...100).
+    def score(ext, quality):
+        path = os.path.join(args.work, f"eq.{ext}")
+        subprocess.run([tool, "thumbnail", reference, "--size", "512", "--quality", str(quality), "-o", path],
+                       check=True, capture_output=True)
+        decoded = os.path.join(args.work, f"eq-{ext}.png")
+        subprocess.run([tool, "decode", path, "-o", decoded], check=True, capture_output=True)
+        result = subprocess.run(ssim + [reference, decoded], capture_output=True, text=True, check=True)
+        return float(result.stdout.split()[-1]), os.path.getsize(path)
+
+    target, webp_bytes = score("webp", 75)
+    print(f"\nAt WebP q75's SSIMULACRA2 ({target:.1f}): the lowest quality that reaches it\n")
+    print("| format | quality | bytes | x WebP's bytes |")
+    print("|---|---:|---:|---:|")
+    print(f"| WebP | 75 | {webp_bytes:,} | 1.00 |")
+    for name, ext in [("JPEG", "jpg"), ("AVIF (speed 9)", "avif"), ("JPEG XL (effort 4)", "jxl")]:
+        low, high = 1, 100
+        while low < high:
+            middle = (low + high) // 2
+            if score(ext, middle)[0] >= target:
+                high = middle
+            else:
+                low = middle + 1
+        value, size = score(ext, low)
+        print(f"| {name} | {low} | {size:,} | {size / webp_bytes:.2f} |")
+
 
 if __name__ == "__main__":
     main()

@@ -11,9 +11,11 @@ Method, after imgproxy's image-servers-benchmark:
   origin    nginx serves them as static files; /jpeg/K/pNNN.jpg is pNNN.jpg for any K,
             so every request names a distinct source URL and nothing is cached anywhere;
   requests  fit into 512x512: JPEG sources to JPEG q80, PNG sources to PNG; also JPEG
-            sources to WebP q75 (imageloader only: thumbor 7.8's PIL engine is its peer
-            for JPEG and PNG); wrk with 2 and 16 connections, a Lua script writing a new
-            URL for every request;
+            sources to WebP q75 and to AVIF q60, and HEIC and AVIF sources (the first 20
+            JPEGs coded by heif-enc -q 80 and avifenc -s 6, in DIR/inputs/heic and /avif)
+            to JPEG q80 (imageloader only: thumbor 7.8's PIL engine is its peer for JPEG
+            and PNG); wrk with 2 and 16 connections, a Lua script writing a new URL for
+            every request;
   servers   imageloader serve (unsigned URLs, no result cache, no disk cache, workers =
             cores) and thumbor 7.8.0 from PyPI in its own virtual environment (PIL
             engine, no storage, no result storage): one single-process instance per
@@ -49,6 +51,9 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 CORES = os.cpu_count() or 2
+MODERN_SOURCES = 20
+# Outputs from JPEG sources (and PNG from PNG), then HEIC and AVIF sources to JPEG.
+FORMATS = ("jpeg", "png", "webp", "avif", "heic>jpeg", "avif>jpeg")
 
 
 def sh(command, **kwargs):
@@ -97,6 +102,19 @@ def make_inputs(directory, count):
         if process.wait() != 0:
             sys.exit(f"serve_compare: ImageMagick failed for {out}")
         os.rename(tmp, out)
+    # HEIC and AVIF sources, from the first JPEGs (x265 and libaom are slow to start: a few).
+    for kind, ext, command in [("heic", "heic", ["heif-enc", "-q", "80", "-o", "{out}", "{src}"]),
+                               ("avif", "avif", ["avifenc", "-s", "6", "-j", "2", "{src}", "{out}"])]:
+        os.makedirs(os.path.join(directory, kind), exist_ok=True)
+        for i in range(min(count, MODERN_SOURCES)):
+            out = os.path.join(directory, kind, f"p{i:03d}.{ext}")
+            if os.path.exists(out):
+                continue
+            src = os.path.join(directory, "jpeg", f"p{i:03d}.jpg")
+            tmp = os.path.join(directory, kind, f".part-p{i:03d}.{ext}")
+            subprocess.run([c.replace("{out}", tmp).replace("{src}", src) for c in command], check=True,
+                           capture_output=True)
+            os.rename(tmp, out)
 
 
 def free_port():
@@ -320,7 +338,7 @@ def main():
 
     origin_port = free_port()
     origin = start_nginx(work, origin_port,
-                         f"location ~ ^/(jpeg|png)/\\d+/(p\\d+\\.(jpg|png))$ {{ alias {inputs}/$1/$2; }}")
+                         f"location ~ ^/(jpeg|png|heic|avif)/\\d+/(p\\d+\\.(jpg|png|heic|avif))$ {{ alias {inputs}/$1/$2; }}")
     wait_for(f"http://127.0.0.1:{origin_port}/jpeg/0/p000.jpg")
     src = f"http://127.0.0.1:{origin_port}"
     ours_port, thumbor_port = free_port(), free_port()
@@ -328,6 +346,9 @@ def main():
         ("imageloader", "jpeg"): f"/insecure/rs:fit:512:512/q:80/plain/{src}/jpeg/{{K}}/p{{I}}.jpg@jpg",
         ("imageloader", "png"): f"/insecure/rs:fit:512:512/plain/{src}/png/{{K}}/p{{I}}.png@png",
         ("imageloader", "webp"): f"/insecure/rs:fit:512:512/q:75/plain/{src}/jpeg/{{K}}/p{{I}}.jpg@webp",
+        ("imageloader", "avif"): f"/insecure/rs:fit:512:512/q:60/plain/{src}/jpeg/{{K}}/p{{I}}.jpg@avif",
+        ("imageloader", "heic>jpeg"): f"/insecure/rs:fit:512:512/q:80/plain/{src}/heic/{{K}}/p{{I}}.heic@jpg",
+        ("imageloader", "avif>jpeg"): f"/insecure/rs:fit:512:512/q:80/plain/{src}/avif/{{K}}/p{{I}}.avif@jpg",
         ("thumbor", "jpeg"): f"/unsafe/fit-in/512x512/filters:quality(80):format(jpeg)/127.0.0.1:{origin_port}/jpeg/{{K}}/p{{I}}.jpg",
         ("thumbor", "png"): f"/unsafe/fit-in/512x512/filters:format(png)/127.0.0.1:{origin_port}/png/{{K}}/p{{I}}.png",
     }
@@ -341,11 +362,12 @@ def main():
                           if name == "imageloader" else thumbor(thumbor_bin, thumbor_port, work))
                 port = ours_port if name == "imageloader" else thumbor_port
                 try:
-                    for fmt in ("jpeg", "png", "webp"):
+                    for fmt in FORMATS:
                         if (name, fmt) not in patterns:
                             continue
+                        count = min(args.photos, MODERN_SOURCES) if ">" in fmt else args.photos
                         for c in connections:
-                            r = wrk(f"http://127.0.0.1:{port}", patterns[(name, fmt)], args.photos, c,
+                            r = wrk(f"http://127.0.0.1:{port}", patterns[(name, fmt)], count, c,
                                     args.duration, work, f"{name}-{fmt}-{c}")
                             results.setdefault((name, fmt, c), []).append(r)
                             # wrk stops with requests still in flight; the server finishes them
@@ -362,7 +384,7 @@ def main():
         print("\n## Processing (no result caches), medians over rounds\n")
         print("| output | connections | imageloader req/s | p50 / p99 ms | thumbor req/s | p50 / p99 ms | ratio |")
         print("|---|---:|---:|---:|---:|---:|---:|")
-        for fmt in ("jpeg", "png", "webp"):
+        for fmt in FORMATS:
             for c in connections:
                 ours = results.get(("imageloader", fmt, c))
                 theirs = results.get(("thumbor", fmt, c))

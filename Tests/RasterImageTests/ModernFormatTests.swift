@@ -52,12 +52,22 @@ struct ModernFormatTests {
         #expect(empty?.reason == .tooManyPixels(width: 0, height: 0, limit: 100_000_000))
     }
 
-    @Test("a file libavif cannot parse is a typed error (fuzzing found it leaked the decoder)")
-    func fuzzFinding() {
-        let error = expectDecodingError {
+    @Test("the fuzzers' findings are typed errors")
+    func fuzzFindings() {
+        // libavif cannot parse it; the decoder was leaked on that path.
+        let avif = expectDecodingError {
             _ = try ImageDecoder().decode(.file(path: Self.path("findings/avif-leak-on-limit.avif")))
         }
-        #expect(error?.reason == .corrupt && error?.format == .avif)
+        #expect(avif?.reason == .corrupt && avif?.format == .avif)
+        // ispe says 64x48, libheif decodes 64x560: the output, sized from the header, was
+        // written past its end.
+        let source = ImageSource.file(path: Self.path("findings/heif-decoded-size-mismatch.heic"))
+        let decode = expectDecodingError { _ = try ImageDecoder().decode(source) }
+        #expect(decode?.reason == .corrupt && decode?.format == .heif)
+        let thumbnail = expectDecodingError {
+            _ = try ImageDecoder().thumbnail(source, options: ThumbnailOptions(maxPixelSize: 20))
+        }
+        #expect(thumbnail?.reason == .corrupt)
     }
 
     @Test("limits: working memory, frames and the work of a grid are checked first")

@@ -52,6 +52,11 @@ enum AVIFDecoder: FormatDecoder {
                             hasAlpha: file.hasAlpha, duration: duration
                         ).frames[0]
                     }
+                // Every frame has the size the image is made with (a crop clamped to the
+                // decoded frame could be smaller).
+                guard frame.pixels.count == frameBytes else {
+                    throw ImageDecodingError(.corrupt, format: .avif, message: "frame \(index) has another size")
+                }
                 frames.append(frame)
             }
             return RasterImage(

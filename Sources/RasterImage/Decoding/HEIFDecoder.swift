@@ -200,10 +200,19 @@ final class HEIFFile {
         }
     }
 
-    /// The image's rows, cropped, in `target`, from libheif's one decode.
+    /// The image's rows, cropped, in `target` (made for ``region``'s size), from
+    /// libheif's one decode. A decoded image of another size than the header said is
+    /// `.corrupt`: the output was sized from the header, and every byte of it is written.
     func write(into target: any RowTarget, limits: DecodingLimits) throws {
+        let expected = region
         try decode(handle, limits: limits, transforms: libheifTransforms) { plane in
-            plane.write(plane.region(crop), into: target)
+            let rows = plane.region(crop)
+            guard plane.width == decodedWidth, plane.height == decodedHeight, rows == expected else {
+                throw ImageDecodingError(
+                    .corrupt, format: .heif,
+                    message: "libheif decoded \(plane.width)x\(plane.height), the header says \(decodedWidth)x\(decodedHeight)")
+            }
+            plane.write(rows, into: target)
         }
     }
 
