@@ -68,6 +68,10 @@ struct ModernFormatTests {
             _ = try ImageDecoder().thumbnail(source, options: ThumbnailOptions(maxPixelSize: 20))
         }
         #expect(thumbnail?.reason == .corrupt)
+        // An nclx box libheif rejects after allocating the profile (it leaked): decoded
+        // without a profile, as sRGB.
+        let nclx = try? ImageDecoder().decode(.file(path: Self.path("findings/heif-nclx-error-leak.heic")))
+        #expect(nclx?.iccProfile == nil && nclx?.width == 50)
     }
 
     @Test("limits: working memory, frames and the work of a grid are checked first")

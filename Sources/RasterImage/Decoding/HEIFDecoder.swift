@@ -187,10 +187,11 @@ final class HEIFFile {
             return bytes
         case heif_color_profile_type_nclx:
             var nclx: UnsafeMutablePointer<heif_color_profile_nclx>?
-            guard heif_image_handle_get_nclx_color_profile(handle, &nclx).code == heif_error_Ok, let nclx else {
-                return nil
-            }
-            defer { heif_nclx_color_profile_free(nclx) }
+            // libheif 1.15 may allocate the profile and still report an error (code points
+            // out of range): it is freed either way.
+            let status = heif_image_handle_get_nclx_color_profile(handle, &nclx)
+            defer { if let nclx { heif_nclx_color_profile_free(nclx) } }
+            guard status.code == heif_error_Ok, let nclx else { return nil }
             return ColorSignal(
                 primaries: Int(nclx.pointee.color_primaries.rawValue),
                 transfer: Int(nclx.pointee.transfer_characteristics.rawValue)
