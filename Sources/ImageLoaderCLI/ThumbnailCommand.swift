@@ -78,7 +78,9 @@ struct ThumbnailCommand: AsyncParsableCommand {
             throw ValidationError("unknown gravity \(gravity)")
         }
         if fill && force { throw ValidationError("--fill and --force exclude each other") }
-        guard outputFormat != nil else { throw ValidationError("OUT must end in .jpg, .jpeg, .png, .webp, .avif or .jxl") }
+        guard outputFormat != nil else {
+            throw ValidationError("OUT must end in .jpg, .jpeg, .png, .webp, .avif or .jxl")
+        }
     }
 
     private var outputFormat: OutputFormat? {

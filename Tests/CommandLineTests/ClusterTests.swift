@@ -86,7 +86,9 @@ struct ClusterTests {
         }
     }
 
-    @Test("repeats come from nginx; each Accept class (JPEG XL, AVIF, WebP, none) is cached apart; one request upstream for a stampede")
+    @Test(
+        "repeats come from nginx; each Accept class (JPEG XL, AVIF, WebP, none) is cached apart; one request upstream for a stampede"
+    )
     func caching() async throws {
         try await withCluster(ttl: 600) { cluster in
             let path = "/insecure/rs:fit:200:200/plain/local:///jpeg-800x600.jpg"

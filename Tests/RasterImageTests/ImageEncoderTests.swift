@@ -28,7 +28,9 @@ struct ImageEncoderTests {
 
     @Test("AVIF and JPEG XL keep alpha and the ICC profile, and refuse parameters out of range")
     func modernOptions() throws {
-        for bytes in [try AVIFEncoder(lossless: true).encode(transparent), try JXLEncoder(quality: 100).encode(transparent)] {
+        for bytes in [
+            try AVIFEncoder(lossless: true).encode(transparent), try JXLEncoder(quality: 100).encode(transparent),
+        ] {
             let decoded = try ImageDecoder().decode(.bytes(bytes))
             #expect(decoded.hasAlpha)
             #expect(difference(decoded.pixels, transparent.straightAlpha().pixels, width: decoded.width).maximum <= 1)
@@ -37,7 +39,9 @@ struct ImageEncoderTests {
         let tagged = RasterImage(
             width: photo.width, height: photo.height, frames: photo.frames, iccProfile: profile, hasAlpha: false)!
         #expect(try ImageDecoder().decode(.bytes(try AVIFEncoder().encode(tagged))).iccProfile == profile)
-        #expect(try ImageDecoder().decode(.bytes(try AVIFEncoder(includeICCProfile: false).encode(tagged))).iccProfile == nil)
+        #expect(
+            try ImageDecoder().decode(.bytes(try AVIFEncoder(includeICCProfile: false).encode(tagged))).iccProfile
+                == nil)
         #expect(try ImageDecoder().decode(.bytes(try JXLEncoder().encode(tagged))).iccProfile != nil)
         #expect(throws: ImageEncodingError.self) { try AVIFEncoder(quality: 101).encode(photo) }
         #expect(throws: ImageEncodingError.self) { try AVIFEncoder(speed: 11).encode(photo) }

@@ -48,7 +48,9 @@ struct ModernFormatTests {
             let header = expectDecodingError { _ = try ImageDecoder().info(.file(path: Self.path("hostile/" + name))) }
             #expect(header?.reason == .tooManyPixels(width: 60000, height: 60000, limit: 100_000_000))
         }
-        let empty = expectDecodingError { _ = try ImageDecoder().decode(.file(path: Self.path("hostile/heif-ispe-0x0.heic"))) }
+        let empty = expectDecodingError {
+            _ = try ImageDecoder().decode(.file(path: Self.path("hostile/heif-ispe-0x0.heic")))
+        }
         #expect(empty?.reason == .tooManyPixels(width: 0, height: 0, limit: 100_000_000))
     }
 
@@ -174,7 +176,8 @@ struct ModernFormatTests {
             let fixture = Fixtures.named(name)
             let image = try ImageDecoder(options: DecodingOptions(frames: .index(2))).decode(.bytes(fixture.bytes))
             #expect(image.frames.count == 1)
-            #expect(difference(image.pixels, fixture.expectedFrames[2], width: image.width).maximum <= fixture.tolerance)
+            #expect(
+                difference(image.pixels, fixture.expectedFrames[2], width: image.width).maximum <= fixture.tolerance)
             let beyond = expectDecodingError {
                 _ = try ImageDecoder(options: DecodingOptions(frames: .index(3))).decode(.bytes(fixture.bytes))
             }

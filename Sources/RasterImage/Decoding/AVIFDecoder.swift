@@ -181,9 +181,10 @@ final class AVIFFile {
         if image.icc.size > 0, image.icc.size <= 16 << 20, let data = image.icc.data {
             iccProfile = Array(UnsafeBufferPointer(start: data, count: image.icc.size))
         } else {
-            iccProfile = ColorSignal(
-                primaries: Int(image.colorPrimaries), transfer: Int(image.transferCharacteristics)
-            ).iccProfile
+            iccProfile =
+                ColorSignal(
+                    primaries: Int(image.colorPrimaries), transfer: Int(image.transferCharacteristics)
+                ).iccProfile
         }
     }
 

@@ -48,7 +48,8 @@ struct DecodedPlane {
                     output.update(
                         from: (source + region.x * 4).assumingMemoryBound(to: UInt8.self), count: region.width * 4)
                 case (8, _):
-                    DecodedPlane.expand((source + region.x * 3).assumingMemoryBound(to: UInt8.self), into: output, count: region.width)
+                    DecodedPlane.expand(
+                        (source + region.x * 3).assumingMemoryBound(to: UInt8.self), into: output, count: region.width)
                 case (_, 4):
                     DecodedPlane.reduce(
                         (source + region.x * 8).assumingMemoryBound(to: UInt16.self), into: output,
@@ -76,8 +77,9 @@ struct DecodedPlane {
     }
 
     /// `count` RGB pixels of `depth`-bit samples to 8-bit RGBA, opaque, rounded as ``reduce(_:into:count:depth:)``.
-    static func reduceRGB(_ source: UnsafePointer<UInt16>, into output: UnsafeMutablePointer<UInt8>, count: Int, depth: Int)
-    {
+    static func reduceRGB(
+        _ source: UnsafePointer<UInt16>, into output: UnsafeMutablePointer<UInt8>, count: Int, depth: Int
+    ) {
         for index in 0..<count {
             reduce(source + index * 3, into: output + index * 4, count: 3, depth: depth)
             output[index * 4 + 3] = 255
@@ -86,8 +88,9 @@ struct DecodedPlane {
 
     /// `count` samples of `depth` bits to 8 bits, rounded to the nearest
     /// (`v * 255 / max`, as libvips and Pillow reduce), not truncated.
-    static func reduce(_ source: UnsafePointer<UInt16>, into output: UnsafeMutablePointer<UInt8>, count: Int, depth: Int)
-    {
+    static func reduce(
+        _ source: UnsafePointer<UInt16>, into output: UnsafeMutablePointer<UInt8>, count: Int, depth: Int
+    ) {
         let maximum = UInt32((1 << depth) - 1)
         let half = maximum / 2
         for index in 0..<count {

@@ -106,7 +106,9 @@ final class HEIFFile {
     init(_ bytes: UnsafeRawBufferPointer, limits: DecodingLimits) throws {
         let parsed = try HEIFBoxes(bytes, limits: limits, format: .heif)
         try HEIFFile.check(parsed, limits: limits, format: .heif)
-        if parsed.isTruncated { throw ImageDecodingError(.truncated, format: .heif, message: "a box runs past the end") }
+        if parsed.isTruncated {
+            throw ImageDecodingError(.truncated, format: .heif, message: "a box runs past the end")
+        }
         guard let allocated = heif_context_alloc() else {
             throw ImageDecodingError(.unsupported, format: .heif, message: "libheif: cannot allocate a context")
         }
@@ -166,7 +168,9 @@ final class HEIFFile {
     /// decode: their pixels count against the work limit, their number against the
     /// metadata limit (the boxes were counted already).
     static func check(_ boxes: HEIFBoxes, limits: DecodingLimits, format: ImageFormat) throws {
-        if let stored = boxes.storedSize { try limits.check(width: stored.width, height: stored.height, format: format) }
+        if let stored = boxes.storedSize {
+            try limits.check(width: stored.width, height: stored.height, format: format)
+        }
         guard !boxes.tileItems.isEmpty else { return }
         try limits.checkMetadata(blocks: boxes.tileItems.count, format: format)
         if let tile = boxes.tileSize {
@@ -211,7 +215,9 @@ final class HEIFFile {
             guard plane.width == decodedWidth, plane.height == decodedHeight, rows == expected else {
                 throw ImageDecodingError(
                     .corrupt, format: .heif,
-                    message: "libheif decoded \(plane.width)x\(plane.height), the header says \(decodedWidth)x\(decodedHeight)")
+                    message:
+                        "libheif decoded \(plane.width)x\(plane.height), the header says \(decodedWidth)x\(decodedHeight)"
+                )
             }
             plane.write(rows, into: target)
         }

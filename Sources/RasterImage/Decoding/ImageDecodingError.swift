@@ -72,7 +72,8 @@ public struct ImageDecodingError: Error, Sendable, Hashable, CustomStringConvert
         let text: String
         switch reason {
         case .empty: text = "no image data (0 bytes)"
-        case .unrecognizedFormat: text = "not a supported image format (PNG, JPEG, GIF, TIFF, WebP, BMP, HEIF, AVIF or JPEG XL)"
+        case .unrecognizedFormat:
+            text = "not a supported image format (PNG, JPEG, GIF, TIFF, WebP, BMP, HEIF, AVIF or JPEG XL)"
         case .inputTooLarge(let bytes, let limit): text = "input of \(bytes) bytes exceeds the limit of \(limit) bytes"
         case .tooManyPixels(let width, let height, let limit):
             text =

@@ -18,7 +18,9 @@ enum JXLDecoder: FormatDecoder {
 
     static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
         try reader.withContiguousBytes { bytes in
-            let session = try JXLSession(bytes, limits: limits, events: JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_COLOR_ENCODING.rawValue | JXL_DEC_FRAME.rawValue)
+            let session = try JXLSession(
+                bytes, limits: limits,
+                events: JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_COLOR_ENCODING.rawValue | JXL_DEC_FRAME.rawValue)
             var frames = 0
             while let event = try session.next() {
                 if event == JXL_DEC_FRAME {
@@ -69,7 +71,8 @@ enum JXLDecoder: FormatDecoder {
     static func decode(
         _ bytes: UnsafeRawBufferPointer, limits: DecodingLimits, frames selection: FrameSelection, progressive: Bool
     ) throws -> RasterImage {
-        var events = JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_COLOR_ENCODING.rawValue | JXL_DEC_FRAME.rawValue
+        var events =
+            JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_COLOR_ENCODING.rawValue | JXL_DEC_FRAME.rawValue
             | JXL_DEC_FULL_IMAGE.rawValue
         if progressive { events |= JXL_DEC_FRAME_PROGRESSION.rawValue }
         let session = try JXLSession(bytes, limits: limits, events: events)
@@ -123,7 +126,8 @@ enum JXLDecoder: FormatDecoder {
                     throw ImageDecodingError(.corrupt, format: .jxl, message: "libjxl: unexpected buffer size")
                 }
                 if buffer == nil { buffer = .allocate(byteCount: size, alignment: 64) }
-                guard JxlDecoderSetImageOutBuffer(session.decoder, &format, buffer!.baseAddress, size) == JXL_DEC_SUCCESS
+                guard
+                    JxlDecoderSetImageOutBuffer(session.decoder, &format, buffer!.baseAddress, size) == JXL_DEC_SUCCESS
                 else {
                     throw ImageDecodingError(.corrupt, format: .jxl, message: "libjxl: cannot set the output")
                 }
@@ -166,7 +170,8 @@ final class JXLSession {
     private let limit: Int
 
     /// RGBA, 8 bits a sample, in the machine's byte order, rows packed.
-    static let pixelFormat = JxlPixelFormat(num_channels: 4, data_type: JXL_TYPE_UINT8, endianness: JXL_NATIVE_ENDIAN, align: 0)
+    static let pixelFormat = JxlPixelFormat(
+        num_channels: 4, data_type: JXL_TYPE_UINT8, endianness: JXL_NATIVE_ENDIAN, align: 0)
 
     var isAnimated: Bool { basicInfo.have_animation != 0 }
     var orientation: Orientation { Orientation(tagValue: Int(basicInfo.orientation.rawValue)) }
@@ -176,7 +181,8 @@ final class JXLSession {
         // The cap leaves libjxl's own state (the decoder, its tables: well under a
         // megabyte) besides the working memory the limits allow.
         memory.initialize(
-            to: cjxl_memory(limit: Checked.saturatingAdd(limits.maxWorkingBytes, 1 << 20), in_use: 0, peak: 0, refused: 0))
+            to: cjxl_memory(
+                limit: Checked.saturatingAdd(limits.maxWorkingBytes, 1 << 20), in_use: 0, peak: 0, refused: 0))
         limit = limits.maxWorkingBytes
         var manager = cjxl_counting_manager(memory)
         guard let decoder = JxlDecoderCreate(&manager) else {
@@ -246,7 +252,8 @@ final class JXLSession {
     /// otherwise the ICC profile libjxl gives for the pixels it returns.
     private func colorProfile() -> [UInt8]? {
         var encoding = JxlColorEncoding()
-        if JxlDecoderGetColorAsEncodedProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &encoding) == JXL_DEC_SUCCESS,
+        if JxlDecoderGetColorAsEncodedProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &encoding)
+            == JXL_DEC_SUCCESS,
             encoding.color_space == JXL_COLOR_SPACE_RGB
         {
             let primaries: Int? =
@@ -267,8 +274,9 @@ final class JXLSession {
             size > 0, size <= 16 << 20
         else { return nil }
         var bytes = [UInt8](repeating: 0, count: size)
-        guard JxlDecoderGetColorAsICCProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &bytes, size)
-            == JXL_DEC_SUCCESS
+        guard
+            JxlDecoderGetColorAsICCProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &bytes, size)
+                == JXL_DEC_SUCCESS
         else { return nil }
         return bytes
     }

@@ -62,7 +62,8 @@ public struct AVIFEncoder: Sendable, Hashable {
             return avifImageRGBToYUV(avif, &rgb)
         }
         guard converted == AVIF_RESULT_OK else {
-            throw ImageEncodingError(.failed, format: .avif, message: "libavif: " + String(cString: avifResultToString(converted)))
+            throw ImageEncodingError(
+                .failed, format: .avif, message: "libavif: " + String(cString: avifResultToString(converted)))
         }
         guard let encoder = avifEncoderCreate() else {
             throw ImageEncodingError(.failed, format: .avif, message: "libavif: out of memory")
@@ -81,7 +82,8 @@ public struct AVIFEncoder: Sendable, Hashable {
         defer { avifRWDataFree(&output) }
         let written = avifEncoderWrite(encoder, avif, &output)
         guard written == AVIF_RESULT_OK, let data = output.data else {
-            throw ImageEncodingError(.failed, format: .avif, message: "libavif: " + String(cString: avifResultToString(written)))
+            throw ImageEncodingError(
+                .failed, format: .avif, message: "libavif: " + String(cString: avifResultToString(written)))
         }
         return Array(UnsafeBufferPointer(start: data, count: output.size))
     }

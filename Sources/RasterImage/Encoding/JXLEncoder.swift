@@ -83,7 +83,9 @@ public struct JXLEncoder: Sendable, Hashable {
         }
         try check(JxlEncoderSetBasicInfo(encoder, &info), "basic info")
         if includeICCProfile, let icc = straight.iccProfile, !icc.isEmpty {
-            try check(icc.withUnsafeBufferPointer { JxlEncoderSetICCProfile(encoder, $0.baseAddress, $0.count) }, "ICC profile")
+            try check(
+                icc.withUnsafeBufferPointer { JxlEncoderSetICCProfile(encoder, $0.baseAddress, $0.count) },
+                "ICC profile")
         } else {
             var srgb = JxlColorEncoding()
             JxlColorEncodingSetToSRGB(&srgb, 0)
@@ -105,7 +107,9 @@ public struct JXLEncoder: Sendable, Hashable {
             num_channels: UInt32(channels), data_type: JXL_TYPE_UINT8, endianness: JXL_NATIVE_ENDIAN, align: 0)
         let packed = JXLEncoder.pack(straight, frame: frame, channels: channels)
         try check(
-            packed.withUnsafeBytes { JxlEncoderAddImageFrame(settings, &format, $0.baseAddress, rowBytes * straight.height) },
+            packed.withUnsafeBytes {
+                JxlEncoderAddImageFrame(settings, &format, $0.baseAddress, rowBytes * straight.height)
+            },
             "adding the image")
         JxlEncoderCloseInput(encoder)
         var output = [UInt8](repeating: 0, count: max(4096, rowBytes * straight.height / 4))
