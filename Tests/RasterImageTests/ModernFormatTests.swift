@@ -54,6 +54,16 @@ struct ModernFormatTests {
         #expect(empty?.reason == .tooManyPixels(width: 0, height: 0, limit: 100_000_000))
     }
 
+    @Test("a box cut short is .truncated; a few bytes of padding after the last box are not a box")
+    func truncationAndPadding() throws {
+        for name in ["heif-8bit.heic", "avif-8bit.avif"] {
+            let bytes = Fixtures.bytes("modern/images/" + name)
+            #expect(try ImageDecoder().decode(.bytes(bytes + [0, 0, 0])).width == 64, "\(name)")
+            let cut = expectDecodingError { _ = try ImageDecoder().decode(.bytes(Array(bytes.dropLast(10)))) }
+            #expect(cut?.reason == .truncated, "\(name)")
+        }
+    }
+
     @Test("the fuzzers' findings are typed errors")
     func fuzzFindings() {
         // libavif cannot parse it; the decoder was leaked on that path.

@@ -283,9 +283,10 @@ struct BoxReader {
         return result
     }
 
-    /// Whether a box header at `offset` declares more bytes than there are.
+    /// Whether a box header at `offset` declares more bytes than there are. A few bytes
+    /// too few for a header (padding after the last box) are not a box.
     func runsPastEnd(after offset: Int) -> Bool {
-        guard offset + 8 <= bytes.count, let size = uint32(offset) else { return offset < bytes.count && offset > 0 }
+        guard offset + 8 <= bytes.count, let size = uint32(offset) else { return false }
         if size == 1 { return uint64(offset + 8).map { $0 > UInt64(bytes.count - offset) } ?? true }
         return size > 1 && Int(size) > bytes.count - offset
     }
