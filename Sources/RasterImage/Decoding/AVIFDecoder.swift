@@ -28,21 +28,18 @@ enum AVIFDecoder: FormatDecoder {
             let limits = options.limits
             let region = file.region
             let frameBytes = region.width * region.height * 4  // within the pixel limit
-            let wanted: [Int]
-            switch options.frames {
-            case .first: wanted = [0]
-            case .all: wanted = Array(0..<file.frameCount)
-            case .index(let n):
-                guard n >= 0, n < file.frameCount else {
-                    throw ImageDecodingError(.frameOutOfRange(index: n, count: file.frameCount), format: .avif)
-                }
-                wanted = [n]
+            if case .index(let n) = options.frames, n < 0 || n >= file.frameCount {
+                throw ImageDecodingError(.frameOutOfRange(index: n, count: file.frameCount), format: .avif)
             }
+            let lastNeeded = options.frames.lastNeededIndex ?? file.frameCount - 1
+            let wanted = (0...lastNeeded).filter(options.frames.returns)
+            // libavif decodes every frame from the key frame before the one asked for: the
+            // work counts them all, not only those returned.
+            try limits.checkTotal(
+                pixels: Checked.multiply(lastNeeded + 1, file.decodedWidth * file.decodedHeight), format: .avif)
             try limits.check(frames: wanted.count, frameBytes: frameBytes, format: .avif)
             var frames: [RasterImage.Frame] = []
             for index in wanted {
-                try limits.checkTotal(
-                    pixels: Checked.multiply(frames.count + 1, file.decodedWidth * file.decodedHeight), format: .avif)
                 let frame =
                     file.crop == nil
                     ? try file.frame(index, limits: limits)

@@ -111,11 +111,10 @@ enum JXLDecoder: FormatDecoder {
                         ? 0 : Double(header.duration) * 1000 * Double(info.tps_denominator) / Double(info.tps_numerator)
                     duration = .milliseconds(Int(min(max(milliseconds, 0), 86_400_000)))
                 }
+                // Frames before the one asked for are decoded too (later ones may build on
+                // them), into the one buffer; only returned frames count as output.
                 if selection.returns(index) {
                     try limits.check(frames: frames.count + 1, frameBytes: frameBytes, format: .jxl)
-                } else {
-                    // Frames before the one asked for are decoded (later frames may build on
-                    // them) into a buffer that is kept for the next.
                 }
             case JXL_DEC_NEED_IMAGE_OUT_BUFFER:
                 var format = JXLSession.pixelFormat
