@@ -99,6 +99,28 @@ extension ImageLoader {
         return LoadedImage(image: image, source: LoadedImage.Source.bytes, url: url, encoded: encoded)
     }
 
+    /// `body` on the loader's worker threads (its decoding threads, with their niceness
+    /// and share of cores), once `bytes` are found to be of an accepted type: for callers
+    /// that decode and process bytes their own way, such as the image service's general
+    /// path. Thrown errors are mapped as the loader's own (a decoder's error stays one).
+    package func processing<T: Sendable>(
+        _ bytes: [UInt8], declaredContentType: String?, priority: LoadPriority = .normal,
+        _ body: @escaping @Sendable (any ImageDecoding) throws -> T
+    ) async throws(ImageLoadingError) -> T {
+        let label = "bytes"
+        _ = try context.acceptedFormat(bytes, declaredContentType: declaredContentType, url: label)
+        let (decoder, metrics, context) = (configuration.decoder, context.metrics, context)
+        return try await context.operations.run(label) { () async throws(ImageLoadingError) -> T in
+            try await mappingErrors(label) {
+                try await context.cpu(label, priority: PriorityHandle(priority)) {
+                    let value = try metrics.timingDecode { try body(decoder) }
+                    metrics.thumbnailMade()
+                    return value
+                }
+            }
+        }
+    }
+
     /// The original's bytes at `url` with their HTTP metadata, through the disk cache
     /// and the same HTTP caching rules as ``image(for:options:)`` (the same entry, too):
     /// a fresh entry is served from disk; a stale one is revalidated (and served at once

@@ -6,6 +6,7 @@ import ImageLoader
 import ImageService
 import Logging
 import Prometheus
+import RasterImage
 import ServiceLifecycle
 
 struct ServeCommand: AsyncParsableCommand {
@@ -19,11 +20,11 @@ struct ServeCommand: AsyncParsableCommand {
             requests in flight and exits 0.
             """)
 
-    @Option(help: "The address to listen on.")
-    var host = "127.0.0.1"
+    @Option(help: "The address to listen on (IMGPROXY_BIND: host:port) [default: 127.0.0.1].")
+    var host: String?
 
-    @Option(help: "The port to listen on (0: any free port, printed at start).")
-    var port = 8080
+    @Option(help: "The port to listen on (0: any free port, printed at start) [default: 8080].")
+    var port: Int?
 
     @Option(help: "A signing key, hexadecimal (repeatable, paired with --salt).")
     var key: [String] = []
@@ -31,13 +32,23 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "A signing salt, hexadecimal (repeatable, paired with --key).")
     var salt: [String] = []
 
+    @Option(help: "Bytes of the signature, 1 to 32 (IMGPROXY_SIGNATURE_SIZE) [default: 32].")
+    var signatureSize: Int?
+
     @Flag(help: "Serve unsigned URLs (`insecure` or `_` in place of the signature).")
     var allowUnsigned = false
 
-    @Option(help: "Serve local:///path sources from under this folder.")
+    @Option(help: "A path all routes are under, such as /images (IMGPROXY_PATH_PREFIX).")
+    var pathPrefix: String?
+
+    @Option(help: "Serve local:///path sources from under this folder (IMGPROXY_LOCAL_FILESYSTEM_ROOT).")
     var localRoot: String?
 
-    @Option(help: "Only sources starting with this text (repeatable).")
+    @Option(
+        help: """
+            Only sources starting with this text, * matching any run without a slash \
+            (repeatable; IMGPROXY_ALLOWED_SOURCES, comma-separated).
+            """)
     var allowSource: [String] = []
 
     @Flag(help: "Allow sources on loopback, private and link-local networks (off: refused, against SSRF).")
@@ -46,33 +57,51 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "An address allowed although it is private or loopback: one internal origin (repeatable).")
     var allowAddress: [String] = []
 
-    @Option(help: "The largest source, in bytes.")
-    var maxSrcBytes = 64 << 20
+    @Option(help: "The largest source, in bytes (IMGPROXY_MAX_SRC_FILE_SIZE) [default: 67108864].")
+    var maxSrcBytes: Int?
 
-    @Option(help: "The largest source, in pixels.")
-    var maxSrcPixels = 50_000_000
+    @Option(help: "The largest source, in pixels (IMGPROXY_MAX_SRC_RESOLUTION, in megapixels) [default: 50000000].")
+    var maxSrcPixels: Int?
 
-    @Option(help: "The longest side of a result, in pixels.")
-    var maxResultSize = 8192
-
-    @Option(help: "Seconds a request may take, queueing, fetching and processing included.")
-    var timeout = 10.0
-
-    @Option(help: "Seconds of max-age when the source states no freshness.")
-    var ttl = 3600
-
-    @Option(help: "Seconds a client may take to send a request's head, or the next request after an answer.")
-    var idleTimeout = 60.0
+    @Option(help: "The longest side of a result; larger results are scaled down (IMGPROXY_MAX_RESULT_DIMENSION) [default: 8192].")
+    var maxResultSize: Int?
 
     @Option(
         help: """
-            Client connections open at once; more are closed when accepted (default: the file-descriptor \
-            limit, raised to its hard limit at start, less \(ServeCommand.reservedDescriptors), up to \
+            Frames of an animated GIF or WebP kept in GIF and WebP results; 1 makes stills \
+            (IMGPROXY_MAX_ANIMATION_FRAMES) [default: 1].
+            """)
+    var maxAnimationFrames: Int?
+
+    @Option(
+        help: """
+            The largest animation frame kept animated, in pixels \
+            (IMGPROXY_MAX_ANIMATION_FRAME_RESOLUTION, in megapixels) [default: --max-src-pixels].
+            """)
+    var maxAnimationFramePixels: Int?
+
+    @Option(help: "Seconds a request may take, queueing, fetching and processing included (IMGPROXY_TIMEOUT) [default: 10].")
+    var timeout: Double?
+
+    @Option(help: "Seconds of max-age when the source states no freshness (IMGPROXY_TTL) [default: 3600].")
+    var ttl: Int?
+
+    @Option(
+        help: """
+            Seconds a client may take to send a request's head, or the next request after an answer \
+            (IMGPROXY_KEEP_ALIVE_TIMEOUT) [default: 60].
+            """)
+    var idleTimeout: Double?
+
+    @Option(
+        help: """
+            Client connections open at once; more are closed when accepted (IMGPROXY_MAX_CLIENTS; default: the \
+            file-descriptor limit, raised to its hard limit at start, less \(ServeCommand.reservedDescriptors), up to \
             \(ServeCommand.defaultMaxConnections)).
             """)
     var maxConnections: Int?
 
-    @Option(help: "Images decoded, resized and encoded at once (default: the cores).")
+    @Option(help: "Images decoded, resized and encoded at once (IMGPROXY_WORKERS; default: the cores).")
     var workers: Int?
 
     @Option(help: "Requests that fetch their source while the workers are busy (default: as many as workers).")
@@ -81,35 +110,81 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "How far below the event loops the workers run, as a nice increment (0 to 19).")
     var workerNiceness = 10
 
-    @Option(help: "Requests waiting to start before 503 (default: 4 per worker).")
+    @Option(help: "Requests waiting to start before 503 (IMGPROXY_REQUESTS_QUEUE_SIZE; default: 4 per worker).")
     var queue: Int?
 
     @Option(name: .customLong("result-cache-mb"), help: "MiB of processed images kept in memory; 0 keeps none.")
     var resultCacheMB = 128
 
-    @Option(help: "The quality of JPEG results when the URL names none.")
-    var jpegQuality = 80
+    @Option(help: "The quality of lossy results when the URL names none, every format (IMGPROXY_QUALITY).")
+    var quality: Int?
 
-    @Option(help: "The quality of WebP results when the URL names none.")
-    var webpQuality = 75
+    @Option(help: "The quality of JPEG results when the URL names none (IMGPROXY_FORMAT_QUALITY jpeg=) [default: 80].")
+    var jpegQuality: Int?
 
-    @Option(help: "The quality of AVIF results when the URL names none.")
-    var avifQuality = 60
+    @Option(help: "The quality of WebP results when the URL names none (IMGPROXY_FORMAT_QUALITY webp=) [default: 75].")
+    var webpQuality: Int?
 
-    @Option(help: "The quality of JPEG XL results when the URL names none (100: lossless).")
-    var jxlQuality = 75
+    @Option(help: "The quality of AVIF results when the URL names none (IMGPROXY_FORMAT_QUALITY avif=) [default: 60].")
+    var avifQuality: Int?
 
-    @Flag(help: "Answer AVIF when the URL names no format and Accept lists image/avif (before WebP).")
-    var autoAvif = false
+    @Option(
+        help: "The quality of JPEG XL results when the URL names none, 100 lossless (IMGPROXY_FORMAT_QUALITY jxl=) [default: 75]."
+    )
+    var jxlQuality: Int?
 
-    @Flag(help: "Answer JPEG XL when the URL names no format and Accept lists image/jxl (before AVIF and WebP).")
-    var autoJxl = false
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Answer WebP when the URL names no format and Accept lists image/webp (IMGPROXY_AUTO_WEBP) [default: on].")
+    var autoWebp: Bool?
+
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Answer AVIF when the URL names no format and Accept lists image/avif, before WebP (IMGPROXY_AUTO_AVIF).")
+    var autoAvif: Bool?
+
+    @Flag(
+        inversion: .prefixedNo,
+        help: """
+            Answer JPEG XL when the URL names no format and Accept lists image/jxl, before AVIF and WebP \
+            (IMGPROXY_AUTO_JXL).
+            """)
+    var autoJxl: Bool?
 
     @Option(help: "The compression level of PNG results, 0 (stored) to 9.")
     var pngCompression = 6
 
+    @Option(
+        help: """
+            A preset, NAME=OPTIONS with options as in a URL (rs:fill:300:300/q:80); the preset named default \
+            applies to every URL (repeatable; IMGPROXY_PRESETS, comma-separated).
+            """)
+    var preset: [String] = []
+
+    @Flag(help: "URLs name presets only: their option segments are preset names (IMGPROXY_ONLY_PRESETS).")
+    var onlyPresets = false
+
+    @Flag(
+        help: """
+            Serve the security options msr, msfs, maf, mafr and mrd in URLs; each only lowers the service's \
+            limit (IMGPROXY_ALLOW_SECURITY_OPTIONS).
+            """)
+    var allowSecurityOptions = false
+
+    @Option(help: "The image the watermark option draws (IMGPROXY_WATERMARK_PATH).")
+    var watermarkPath: String?
+
+    @Option(help: "The opacity every watermark is multiplied by, 0 to 1 (IMGPROXY_WATERMARK_OPACITY) [default: 1].")
+    var watermarkOpacity: Double?
+
     @Flag(help: "Serve POST /upload/{options}.")
     var allowUploads = false
+
+    @Option(
+        help: """
+            Serve GET /metrics on this address (host:port) instead of the main one (IMGPROXY_PROMETHEUS_BIND).
+            """)
+    var metricsBind: String?
 
     @Option(help: "The disk cache's folder for sources (default: $XDG_CACHE_HOME/imageloader).")
     var cacheDir: String?
@@ -117,54 +192,165 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("disk-cache-mb"), help: "MiB of sources kept on disk; 0 keeps none.")
     var diskCacheMB = 1024
 
-    @Option(help: "The log level: trace, debug, info (one line per request), notice, warning, error.")
-    var logLevel = "info"
+    @Option(
+        help: "The log level: trace, debug, info (one line per request), notice, warning, error (IMGPROXY_LOG_LEVEL).")
+    var logLevel: String?
 
     func validate() throws {
         guard key.count == salt.count else { throw ValidationError("give as many --salt as --key") }
-        guard (1...65_535).contains(port) || port == 0 else { throw ValidationError("--port must be 0 to 65535") }
-        guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600") }
-        guard idleTimeout > 0, idleTimeout <= 3600 else {
-            throw ValidationError("--idle-timeout must be between 0 and 3600")
-        }
-        if let maxConnections, maxConnections < 1 { throw ValidationError("--max-connections must be 1 or more") }
-        for (name, value) in [
-            ("--max-src-bytes", maxSrcBytes), ("--max-src-pixels", maxSrcPixels), ("--max-result-size", maxResultSize),
-        ] where value < 1 {
-            throw ValidationError("\(name) must be 1 or more")
-        }
-        guard (1...100).contains(jpegQuality), (1...100).contains(webpQuality), (1...100).contains(avifQuality),
-            (1...100).contains(jxlQuality), (0...9).contains(pngCompression)
-        else {
-            throw ValidationError("qualities are 1 to 100, --png-compression 0 to 9")
-        }
-        if let workers, workers < 1 { throw ValidationError("--workers must be 1 or more") }
-        if let fetchesAhead, fetchesAhead < 0 { throw ValidationError("--fetches-ahead must be 0 or more") }
-        if let queue, queue < 0 { throw ValidationError("--queue must be 0 or more") }
-        guard (0...19).contains(workerNiceness) else { throw ValidationError("--worker-niceness is 0 to 19") }
-        guard ttl >= 0, resultCacheMB >= 0, diskCacheMB >= 0 else {
-            throw ValidationError("--ttl, --result-cache-mb and --disk-cache-mb must be 0 or more")
-        }
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level") }
     }
 
     /// The key and salt pairs from the options, else from the environment.
-    func signaturePairs() throws -> [(key: String, salt: String)] {
+    func signaturePairs(_ environment: ImgproxyEnvironment) throws -> [(key: String, salt: String)] {
         if !key.isEmpty { return Array(zip(key, salt)).map { (key: $0.0, salt: $0.1) } }
-        let environment = ProcessInfo.processInfo.environment
-        func list(_ name: String) -> [String] {
-            environment[name].map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? []
-        }
-        let keys = list("IMGPROXY_KEY") + list("IMGPROXY_KEYS")
-        let salts = list("IMGPROXY_SALT") + list("IMGPROXY_SALTS")
+        let keys = environment.list("IMGPROXY_KEY") + environment.list("IMGPROXY_KEYS")
+        let salts = environment.list("IMGPROXY_SALT") + environment.list("IMGPROXY_SALTS")
         guard keys.count == salts.count else {
             throw CommandFailure("IMGPROXY_KEY(S) and IMGPROXY_SALT(S) must list as many values")
         }
         return Array(zip(keys, salts)).map { (key: $0.0, salt: $0.1) }
     }
 
+    /// The settings: each option given, else its `IMGPROXY_*` variable, else its default;
+    /// every value checked.
+    func settings(_ environment: ImgproxyEnvironment) throws -> Settings {
+        var settings = Settings()
+        if let bind = try environment.bind("IMGPROXY_BIND") { (settings.host, settings.port) = bind }
+        if let host { settings.host = host }
+        if let port { settings.port = port }
+        guard (1...65_535).contains(settings.port) || settings.port == 0 else {
+            throw ValidationError("--port must be 0 to 65535")
+        }
+        settings.signatureSize = try signatureSize ?? environment.integer("IMGPROXY_SIGNATURE_SIZE") ?? 32
+        guard (1...32).contains(settings.signatureSize) else { throw ValidationError("--signature-size is 1 to 32") }
+        settings.pathPrefix = pathPrefix ?? environment.text("IMGPROXY_PATH_PREFIX") ?? ""
+        if settings.pathPrefix.hasSuffix("/") { settings.pathPrefix.removeLast() }
+        guard settings.pathPrefix.isEmpty || settings.pathPrefix.hasPrefix("/") else {
+            throw ValidationError("--path-prefix must start with /")
+        }
+        settings.localRoot = localRoot ?? environment.text("IMGPROXY_LOCAL_FILESYSTEM_ROOT")
+        settings.allowSource = allowSource.isEmpty ? environment.list("IMGPROXY_ALLOWED_SOURCES") : allowSource
+        settings.maxSrcBytes = try maxSrcBytes ?? environment.integer("IMGPROXY_MAX_SRC_FILE_SIZE").flatMap {
+            $0 == 0 ? nil : $0
+        } ?? (64 << 20)
+        settings.maxSrcPixels = try maxSrcPixels ?? environment.megapixels("IMGPROXY_MAX_SRC_RESOLUTION") ?? 50_000_000
+        settings.maxResultSize = try maxResultSize ?? environment.integer("IMGPROXY_MAX_RESULT_DIMENSION").flatMap {
+            $0 == 0 ? nil : $0
+        } ?? 8192
+        settings.maxAnimationFrames = try maxAnimationFrames ?? environment.integer("IMGPROXY_MAX_ANIMATION_FRAMES") ?? 1
+        settings.maxAnimationFramePixels =
+            try maxAnimationFramePixels ?? environment.megapixels("IMGPROXY_MAX_ANIMATION_FRAME_RESOLUTION").flatMap {
+                $0 == 0 ? nil : $0
+            }
+        for (name, value) in [
+            ("--max-src-bytes", settings.maxSrcBytes), ("--max-src-pixels", settings.maxSrcPixels),
+            ("--max-result-size", settings.maxResultSize), ("--max-animation-frames", settings.maxAnimationFrames),
+            ("--max-animation-frame-pixels", settings.maxAnimationFramePixels ?? 1),
+        ] where value < 1 {
+            throw ValidationError("\(name) must be 1 or more")
+        }
+        settings.timeout = try timeout ?? environment.decimal("IMGPROXY_TIMEOUT") ?? 10
+        guard settings.timeout > 0, settings.timeout <= 3600 else {
+            throw ValidationError("--timeout must be between 0 and 3600")
+        }
+        settings.idleTimeout = try idleTimeout ?? environment.decimal("IMGPROXY_KEEP_ALIVE_TIMEOUT") ?? 60
+        guard settings.idleTimeout > 0, settings.idleTimeout <= 3600 else {
+            throw ValidationError("--idle-timeout must be between 0 and 3600")
+        }
+        settings.ttl = try ttl ?? environment.integer("IMGPROXY_TTL") ?? 3600
+        settings.maxConnections = try maxConnections ?? environment.integer("IMGPROXY_MAX_CLIENTS").flatMap {
+            $0 == 0 ? nil : $0
+        }
+        if let connections = settings.maxConnections, connections < 1 {
+            throw ValidationError("--max-connections must be 1 or more")
+        }
+        settings.workers = try workers ?? environment.integer("IMGPROXY_WORKERS") ?? environment.integer(
+            "IMGPROXY_CONCURRENCY")
+        if let workers = settings.workers, workers < 1 { throw ValidationError("--workers must be 1 or more") }
+        settings.queue = try queue ?? environment.integer("IMGPROXY_REQUESTS_QUEUE_SIZE").flatMap { $0 == 0 ? nil : $0 }
+        if let fetchesAhead, fetchesAhead < 0 { throw ValidationError("--fetches-ahead must be 0 or more") }
+        if let queue = settings.queue, queue < 0 { throw ValidationError("--queue must be 0 or more") }
+        guard (0...19).contains(workerNiceness) else { throw ValidationError("--worker-niceness is 0 to 19") }
+        guard settings.ttl >= 0, resultCacheMB >= 0, diskCacheMB >= 0 else {
+            throw ValidationError("--ttl, --result-cache-mb and --disk-cache-mb must be 0 or more")
+        }
+        // Qualities: the format's own option, else IMGPROXY_FORMAT_QUALITY's, else the
+        // common one (--quality, IMGPROXY_QUALITY), else the format's default.
+        let common = try quality ?? environment.integer("IMGPROXY_QUALITY")
+        let perFormat = try environment.formatQualities("IMGPROXY_FORMAT_QUALITY")
+        settings.jpegQuality = jpegQuality ?? perFormat["jpeg"] ?? common ?? 80
+        settings.webpQuality = webpQuality ?? perFormat["webp"] ?? common ?? 75
+        settings.avifQuality = avifQuality ?? perFormat["avif"] ?? common ?? 60
+        settings.jxlQuality = jxlQuality ?? perFormat["jxl"] ?? common ?? 75
+        guard [settings.jpegQuality, settings.webpQuality, settings.avifQuality, settings.jxlQuality].allSatisfy({
+            (1...100).contains($0)
+        }), (0...9).contains(pngCompression)
+        else {
+            throw ValidationError("qualities are 1 to 100, --png-compression 0 to 9")
+        }
+        settings.autoWebP = try autoWebp ?? environment.flag("IMGPROXY_AUTO_WEBP") ?? true
+        settings.autoAVIF = try autoAvif ?? environment.flag("IMGPROXY_AUTO_AVIF") ?? false
+        settings.autoJXL = try autoJxl ?? environment.flag("IMGPROXY_AUTO_JXL") ?? false
+        let separator = environment.text("IMGPROXY_PRESETS_SEPARATOR") ?? ","
+        settings.presets = preset.isEmpty ? environment.list("IMGPROXY_PRESETS", separator: separator) : preset
+        settings.onlyPresets = try onlyPresets || environment.flag("IMGPROXY_ONLY_PRESETS") == true
+        settings.allowSecurityOptions = try allowSecurityOptions
+            || environment.flag("IMGPROXY_ALLOW_SECURITY_OPTIONS") == true
+        settings.watermarkPath = watermarkPath ?? environment.text("IMGPROXY_WATERMARK_PATH")
+        settings.watermarkOpacity = try watermarkOpacity ?? environment.decimal("IMGPROXY_WATERMARK_OPACITY") ?? 1
+        guard (0...1).contains(settings.watermarkOpacity) else {
+            throw ValidationError("--watermark-opacity is 0 to 1")
+        }
+        settings.metricsBind = try (metricsBind.map { try ImgproxyEnvironment.parseBind($0, name: "--metrics-bind") })
+            ?? environment.bind("IMGPROXY_PROMETHEUS_BIND")
+        if let bind = settings.metricsBind, bind.host == settings.host, bind.port == settings.port, bind.port != 0 {
+            throw ValidationError("--metrics-bind must differ from the main address")
+        }
+        settings.logLevel = logLevel ?? environment.text("IMGPROXY_LOG_LEVEL").map { $0.lowercased() } ?? "info"
+        if settings.logLevel == "warn" { settings.logLevel = "warning" }
+        guard Logger.Level(rawValue: settings.logLevel) != nil else { throw ValidationError("unknown --log-level") }
+        return settings
+    }
+
+    /// Every setting, resolved from the options and the environment.
+    struct Settings {
+        var host = "127.0.0.1"
+        var port = 8080
+        var signatureSize = 32
+        var pathPrefix = ""
+        var localRoot: String?
+        var allowSource: [String] = []
+        var maxSrcBytes = 64 << 20
+        var maxSrcPixels = 50_000_000
+        var maxResultSize = 8192
+        var maxAnimationFrames = 1
+        var maxAnimationFramePixels: Int?
+        var timeout = 10.0
+        var idleTimeout = 60.0
+        var ttl = 3600
+        var maxConnections: Int?
+        var workers: Int?
+        var queue: Int?
+        var jpegQuality = 80
+        var webpQuality = 75
+        var avifQuality = 60
+        var jxlQuality = 75
+        var autoWebP = true
+        var autoAVIF = false
+        var autoJXL = false
+        var presets: [String] = []
+        var onlyPresets = false
+        var allowSecurityOptions = false
+        var watermarkPath: String?
+        var watermarkOpacity = 1.0
+        var metricsBind: (host: String, port: Int)?
+        var logLevel = "info"
+    }
+
     func run() async throws {
-        let level = Logger.Level(rawValue: logLevel) ?? .info
+        let environment = ImgproxyEnvironment(ProcessInfo.processInfo.environment)
+        let settings = try settings(environment)
+        let level = Logger.Level(rawValue: settings.logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardOutput(label: label)
             handler.logLevel = level
@@ -175,7 +361,7 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = Logger(label: "imageloader.serve")
         let descriptors = FileDescriptorLimit.raiseToHardLimit()
         let connections =
-            maxConnections
+            settings.maxConnections
             ?? min(ServeCommand.defaultMaxConnections, max(16, descriptors.now - ServeCommand.reservedDescriptors))
         logger.debug(
             "connections",
@@ -187,10 +373,10 @@ struct ServeCommand: AsyncParsableCommand {
         logger.debug("malloc", metadata: ["keepsImageBuffers": "\(keepsBuffers)"])
 
         var configuration = ImageService.Configuration()
-        let pairs = try signaturePairs()
+        let pairs = try signaturePairs(environment)
         if !pairs.isEmpty {
             do {
-                configuration.signature = try URLSignature(hexPairs: pairs)
+                configuration.signature = try URLSignature(hexPairs: pairs, size: settings.signatureSize)
             } catch {
                 throw CommandFailure(error.description)
             }
@@ -199,7 +385,8 @@ struct ServeCommand: AsyncParsableCommand {
                 "no signing key: give --key and --salt (or IMGPROXY_KEY and IMGPROXY_SALT), or --allow-unsigned")
         }
         configuration.allowsUnsigned = allowUnsigned
-        configuration.sources = SourcePolicy(allowedPrefixes: allowSource, localRoot: localRoot)
+        configuration.pathPrefix = settings.pathPrefix
+        configuration.sources = SourcePolicy(allowedPrefixes: settings.allowSource, localRoot: settings.localRoot)
         var allowed = Set<IPAddress>()
         for text in allowAddress {
             guard let address = IPAddress(text) else {
@@ -208,24 +395,46 @@ struct ServeCommand: AsyncParsableCommand {
             allowed.insert(address)
         }
         configuration.network = NetworkPolicy(allowsPrivateNetworks: allowPrivateNetworks, allowedAddresses: allowed)
-        configuration.maxSourceBytes = maxSrcBytes
-        configuration.maxSourcePixels = maxSrcPixels
-        configuration.maxResultSide = maxResultSize
-        configuration.timeout = .milliseconds(Int(timeout * 1000))
-        configuration.ttl = ttl
-        if let workers { configuration.workers = workers }
+        configuration.maxSourceBytes = settings.maxSrcBytes
+        configuration.maxSourcePixels = settings.maxSrcPixels
+        configuration.maxResultSide = settings.maxResultSize
+        configuration.maxAnimationFrames = settings.maxAnimationFrames
+        configuration.maxAnimationFramePixels = settings.maxAnimationFramePixels
+        configuration.timeout = .milliseconds(Int(settings.timeout * 1000))
+        configuration.ttl = settings.ttl
+        if let workers = settings.workers { configuration.workers = workers }
         configuration.fetchesAhead = fetchesAhead
         configuration.workerNiceness = workerNiceness
-        configuration.queue = queue
+        configuration.queue = settings.queue
         configuration.resultCacheBytes = resultCacheMB << 20
         configuration.allowsUploads = allowUploads
-        configuration.jpegQuality = jpegQuality
-        configuration.webPQuality = webpQuality
-        configuration.avifQuality = avifQuality
-        configuration.jxlQuality = jxlQuality
-        configuration.autoAVIF = autoAvif
-        configuration.autoJXL = autoJxl
+        configuration.jpegQuality = settings.jpegQuality
+        configuration.webPQuality = settings.webpQuality
+        configuration.avifQuality = settings.avifQuality
+        configuration.jxlQuality = settings.jxlQuality
+        configuration.autoWebP = settings.autoWebP
+        configuration.autoAVIF = settings.autoAVIF
+        configuration.autoJXL = settings.autoJXL
         configuration.pngCompressionLevel = pngCompression
+        var rules = ProcessingURL.Rules()
+        rules.onlyPresets = settings.onlyPresets
+        rules.allowsSecurityOptions = settings.allowSecurityOptions
+        for definition in settings.presets {
+            do {
+                try rules.addPreset(definition)
+            } catch {
+                throw CommandFailure("preset \(definition): \(error)")
+            }
+        }
+        configuration.urlRules = rules
+        if let path = settings.watermarkPath {
+            do {
+                configuration.watermark = try ImageDecoder().decode(.file(path: path), options: DecodingOptions(frames: .first))
+            } catch {
+                throw CommandFailure("cannot read the watermark \(path): \(error)")
+            }
+        }
+        configuration.watermarkOpacity = settings.watermarkOpacity
         configuration.logger = logger
         if let cacheDir { configuration.loader.cacheDirectory = cacheDir }
         if diskCacheMB == 0 { configuration.loader.cacheDirectory = nil }
@@ -239,10 +448,11 @@ struct ServeCommand: AsyncParsableCommand {
             throw CommandFailure("cannot start: \(error)")
         }
         let limit = ConnectionLimit(maximum: connections)
-        let requestDeadlineMilliseconds = Int64(timeout * 1000) + 1000
+        let requestDeadlineMilliseconds = Int64(settings.timeout * 1000) + 1000
         let router = Router(context: ImageServiceRequestContext.self)
-        service.addRoutes(to: router, metricsText: { registry.emitToString() })
-        let (host, port) = (self.host, self.port)
+        let metricsText: @Sendable () -> String = { registry.emitToString() }
+        service.addRoutes(to: router, metricsText: settings.metricsBind == nil ? metricsText : nil)
+        let (host, port) = (settings.host, settings.port)
         let app = Application(
             router: router,
             // Connections past the limit are closed when accepted (ConnectionLimitHandler), idle
@@ -258,7 +468,7 @@ struct ServeCommand: AsyncParsableCommand {
                         RequestDeadlineHandler(deadline: .milliseconds(requestDeadlineMilliseconds)),
                         ClientDepartureHandler(), CachedResultHandler(service: service),
                     ],
-                    idleTimeout: .milliseconds(Int64(idleTimeout * 1000)))),
+                    idleTimeout: .milliseconds(Int64(settings.idleTimeout * 1000)))),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? port
@@ -266,11 +476,27 @@ struct ServeCommand: AsyncParsableCommand {
                 Terminal.line("listening on http://\(host):\(bound)")
             },
             logger: Logger(label: "imageloader.http"))
+        var services: [any Service] = [service, app]
+        if let bind = settings.metricsBind {
+            // /metrics alone, on an address scrapers reach and clients do not.
+            let metricsRouter = Router()
+            metricsRouter.get("metrics") { _, _ in
+                Response(
+                    status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                    body: .init(byteBuffer: ByteBuffer(string: metricsText())))
+            }
+            services.append(
+                Application(
+                    router: metricsRouter, configuration: .init(address: .hostname(bind.host, port: bind.port)),
+                    onServerRunning: { channel in
+                        Terminal.line("metrics on http://\(bind.host):\(channel.localAddress?.port ?? bind.port)")
+                    }, logger: Logger(label: "imageloader.metrics")))
+        }
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                // Shut down in reverse order: the HTTP server first (finishing what is in
+                // Shut down in reverse order: the HTTP servers first (finishing what is in
                 // flight), then the service and its loader.
-                services: [service, app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }
 }

@@ -97,8 +97,7 @@ public final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHa
             ifNoneMatch: request.headerFields[.ifNoneMatch], ifModifiedSince: request.headerFields[.ifModifiedSince])
         let reply = service.cachedReply(
             RequestKey(
-                path: path, accept: request.headerFields[.accept], autoAVIF: service.configuration.autoAVIF,
-                autoJXL: service.configuration.autoJXL),
+                path: path, accept: request.headerFields[.accept], configuration: service.configuration),
             conditions: conditions)
         switch reply {
         case .image, .notModified: return reply

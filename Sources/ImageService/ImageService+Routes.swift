@@ -32,7 +32,9 @@ extension ImageService {
     public func addRoutes<Context: RequestContext>(
         to router: Router<Context>, metricsText: (@Sendable () -> String)? = nil
     ) {
-        let group = router.group().add(middleware: AccessLog<Context>(logger: configuration.logger, metrics: metrics))
+        let prefix = configuration.pathPrefix
+        let group = router.group(RouterPath(prefix)).add(
+            middleware: AccessLog<Context>(logger: configuration.logger, metrics: metrics))
         group.get("health") { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
@@ -50,7 +52,7 @@ extension ImageService {
             guard self.configuration.allowsUploads else {
                 return Reply.failure(ServiceError(status: 404, "uploads are not enabled")).response
             }
-            let path = request.uri.path.dropFirst("/upload".count)
+            let path = request.uri.path.dropFirst(prefix.count + "/upload".count)
             return await self.withBody(request, context) { body in
                 await self.upload(
                     optionsPath: path, body: body, accept: request.headers[.accept],
@@ -174,6 +176,7 @@ enum Reply: Sendable {
         var headers: HTTPFields = [.cacheControl: "public, max-age=\(maxAge)", .eTag: meta.entityTag]
         if let lastModified = meta.lastModified { headers[.lastModified] = lastModified }
         if meta.variesByAccept { headers[.vary] = "Accept" }
+        if let disposition = meta.contentDisposition { headers[.contentDisposition] = disposition }
         return headers
     }
 }

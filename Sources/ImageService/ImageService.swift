@@ -46,6 +46,21 @@ public final class ImageService: Service, Sendable {
         public var signature: URLSignature?
         /// Serve `insecure` and `_` in place of a signature.
         public var allowsUnsigned = false
+        /// Presets, only-presets mode and whether URLs may set security options.
+        public var urlRules = ProcessingURL.Rules()
+        /// The watermark `wm` draws (imgproxy's `IMGPROXY_WATERMARK_PATH`), decoded; `nil`: `wm` draws nothing.
+        public var watermark: RasterImage?
+        /// The opacity every watermark is multiplied by, 0 to 1 (`IMGPROXY_WATERMARK_OPACITY`).
+        public var watermarkOpacity = 1.0
+        /// Frames of an animated GIF or WebP source kept in the result (when it is GIF or
+        /// WebP); 1 (the default, as imgproxy's) makes every result a still image. A
+        /// source with more frames gives its first frame only.
+        public var maxAnimationFrames = 1
+        /// The largest frame of an animation kept animated, in pixels; `nil`: ``maxSourcePixels``.
+        public var maxAnimationFramePixels: Int?
+        /// A path every route is under (`/images`: `/images/{signature}/...`, `/images/health`),
+        /// imgproxy's `IMGPROXY_PATH_PREFIX`; empty: none.
+        public var pathPrefix = ""
         /// Which sources may be fetched (prefixes, the local root).
         public var sources = SourcePolicy()
         /// Which addresses sources may be fetched from: public ones only by default.
@@ -99,6 +114,10 @@ public final class ImageService: Service, Sendable {
         /// no format (before WebP). Off by default: an AV1 encode costs several times a
         /// WebP one (README.md's performance section has the figures).
         public var autoAVIF = false
+        /// Answer WebP to requests whose `Accept` lists `image/webp` and whose URL names no
+        /// format. On by default (imgproxy's `IMGPROXY_AUTO_WEBP` is off by default: every
+        /// browser of the last years takes WebP, and it is smaller than JPEG at the same quality).
+        public var autoWebP = true
         /// Answer JPEG XL to requests whose `Accept` lists `image/jxl` and whose URL names
         /// no format (before AVIF and WebP). Off by default, as few browsers ask for it.
         public var autoJXL = false
@@ -144,6 +163,8 @@ public final class ImageService: Service, Sendable {
     /// Where `local:///` sources are read: one thread per request that may be fetching,
     /// apart from NIO's shared pool (where name lookups wait) and from the workers.
     private let fileReads: WaitingThreads
+    /// The watermark, with its resized copies.
+    private let watermark: WatermarkImage?
 
     /// A service with its own loader, made from `configuration.loader` and the limits.
     public init(configuration: Configuration) throws {
@@ -175,6 +196,7 @@ public final class ImageService: Service, Sendable {
         bodies = WorkScheduler(limit: max(1, configuration.workers), order: .fifo, maxWaiting: configuration.queueLimit)
         metrics = ServiceMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
         fileReads = WaitingThreads(threads: min(configuration.inFlightLimit, 64))
+        watermark = configuration.watermark.map { WatermarkImage(image: $0, opacity: configuration.watermarkOpacity) }
     }
 
     /// Waits for graceful shutdown (the HTTP server, started after this service in a
@@ -198,12 +220,13 @@ public final class ImageService: Service, Sendable {
         path: String, accept: String?, conditions: Conditions,
         departure: @Sendable () async -> ClientDeparture? = { nil }
     ) async -> Reply {
-        let requestKey = RequestKey(
-            path: path, accept: accept, autoAVIF: configuration.autoAVIF, autoJXL: configuration.autoJXL)
+        let requestKey = RequestKey(path: path, accept: accept, configuration: configuration)
         if let hit = cachedReply(requestKey, conditions: conditions) { return hit }
         do {
+            guard path.hasPrefix(configuration.pathPrefix) else { throw ServiceError(status: 404, "not found") }
             let url = try ProcessingURL.parse(
-                path, signature: configuration.signature, allowsUnsigned: configuration.allowsUnsigned)
+                String(path.dropFirst(configuration.pathPrefix.count)), signature: configuration.signature,
+                allowsUnsigned: configuration.allowsUnsigned, rules: configuration.urlRules)
             let allowed = try configuration.sources.check(url.source)
             let key = ResultKey(
                 source: allowed.text, options: url.options,
@@ -295,31 +318,121 @@ public final class ImageService: Service, Sendable {
     ) async throws -> ProcessingOutcome {
         let source = try await metrics.timingFetch { try await fetch(allowed) }
         metrics.sourceFetched(from: source.tier)
+        let limits = effectiveLimits(url.options.security)
+        guard source.bytes.count <= limits.maxSourceBytes else {
+            throw ServiceError(status: 413, "source larger than \(limits.maxSourceBytes) bytes")
+        }
         let info: ImageInfo
         do {
             info = try decoder.info(.bytes(source.bytes), options: headerOptions)
         } catch {
             throw ServiceError.from(error)
         }
+        guard Checked.multiply(info.width, info.height).map({ $0 <= limits.maxSourcePixels }) ?? false else {
+            throw ServiceError(status: 413, "source larger than \(limits.maxSourcePixels) pixels")
+        }
+        let passesThrough =
+            url.options.raw
+            || (url.options.skipProcessing.contains(info.format)
+                && (url.format == nil || url.format?.imageFormat == info.format))
         // The format the URL names, else the one `Accept` chose (then the answer varies by it).
-        let format = url.format ?? key.automatic ?? (info.hasAlpha ? .png : .jpeg)
-        let variesByAccept = url.format == nil
+        let format =
+            passesThrough ? nil : url.format ?? key.automatic ?? (info.hasAlpha ? .png : .jpeg)
+        let variesByAccept = !passesThrough && url.format == nil
         let now = Date()
-        let freshFor = min(source.freshFor ?? TimeInterval(configuration.ttl), ImageService.maxFreshness)
+        var freshFor = min(source.freshFor ?? TimeInterval(configuration.ttl), ImageService.maxFreshness)
+        // A URL that expires is not kept, or sent as fresh, past its time.
+        if let expires = url.options.expires, expires > 0 {
+            freshFor = max(0, min(freshFor, TimeInterval(expires) - now.timeIntervalSince1970))
+        }
         let meta = ResponseMeta(
-            contentType: format.contentType,
+            contentType: format?.contentType ?? info.contentType,
             entityTag: ResponseRules.entityTag(
                 source: key.source, validator: source.validator, options: url.options, format: format),
             lastModified: source.lastModified, variesByAccept: variesByAccept,
-            freshUntil: now.addingTimeInterval(freshFor))
+            freshUntil: now.addingTimeInterval(freshFor),
+            contentDisposition: ResponseRules.contentDisposition(
+                filename: url.options.filename, source: allowed.text, format: format,
+                attachment: url.options.returnAttachment))
         if conditions.matches(meta) { return .notModified(meta) }
-        let options = try thumbnailOptions(url.options, info: info, format: format)
-        let bytes = try await metrics.timingProcessing {
-            try await thumbnail(of: source.bytes, options: options, contentType: source.contentType)
+        let bytes: [UInt8]
+        if let format {
+            bytes = try await metrics.timingProcessing {
+                try await process(source.bytes, url.options, info: info, format: format, limits: limits,
+                    contentType: source.contentType)
+            }
+        } else {
+            bytes = source.bytes
         }
         let result = ProcessedResult(bytes: bytes, meta: meta)
         if let results, freshFor > 0 { results.insert(result, for: requestKey) }
         return .processed(result)
+    }
+
+    /// The service's limits, lowered where the URL's security options ask
+    /// (``ProcessingURL/Rules/allowsSecurityOptions``); never raised.
+    func effectiveLimits(_ security: ProcessingOptions.SecurityLimits) -> EffectiveLimits {
+        EffectiveLimits(
+            maxSourceBytes: min(configuration.maxSourceBytes, security.maxSourceBytes ?? .max),
+            maxSourcePixels: min(configuration.maxSourcePixels, security.maxSourcePixels ?? .max),
+            maxResultSide: min(configuration.maxResultSide, security.maxResultSide ?? .max),
+            maxAnimationFrames: min(max(1, configuration.maxAnimationFrames), security.maxAnimationFrames ?? .max),
+            maxAnimationFramePixels: min(
+                configuration.maxAnimationFramePixels ?? configuration.maxSourcePixels,
+                security.maxAnimationFramePixels ?? .max))
+    }
+
+    /// The encoded result of `bytes` with `options`: in one pass when the options ask for
+    /// a resize with at most a plain compass crop, else step by step (``ImageProcessor``).
+    func process(
+        _ bytes: [UInt8], _ options: ProcessingOptions, info: ImageInfo, format: ProcessingOptions.Format,
+        limits: EffectiveLimits, contentType: String?
+    ) async throws -> [UInt8] {
+        let output = outputFormat(format, quality: options.quality(for: format), keepsProfile: !options.stripColorProfile)
+        let animated =
+            limits.maxAnimationFrames > 1 && info.frameCount > 1 && info.frameCount <= limits.maxAnimationFrames
+            && Checked.multiply(info.width, info.height).map { $0 <= limits.maxAnimationFramePixels } ?? false
+            && format.keepsAnimation
+        if !options.needsGeneralPath && !animated {
+            let upright = info.orientation.swapsDimensions ? (info.height, info.width) : (info.width, info.height)
+            var thumbnail = options.thumbnailOptions(
+                sourceWidth: upright.0, sourceHeight: upright.1, maxResultSide: limits.maxResultSide)
+            thumbnail.outputFormat = output
+            thumbnail.shrinkOnLoad = configuration.shrinkOnLoad
+            return try await self.thumbnail(of: bytes, options: thumbnail, contentType: contentType)
+        }
+        var loaderLimits = loader.configuration.decodingOptions.limits
+        loaderLimits.maxPixelsPerFrame = min(loaderLimits.maxPixelsPerFrame, limits.maxSourcePixels)
+        let processor = ImageProcessor(
+            options: options, info: info, maxResultSide: limits.maxResultSide,
+            shrinkOnLoad: configuration.shrinkOnLoad, limits: loaderLimits, watermark: watermark,
+            frames: animated ? .all : .first)
+        let maxBytes = options.maxBytes
+        do {
+            return try await loader.processing(bytes, declaredContentType: contentType) { decoder in
+                let image = try processor.image(of: bytes, decoder: decoder)
+                return try ImageService.encode(image, as: output, maxBytes: maxBytes)
+            }
+        } catch {
+            throw ServiceError.from(error)
+        }
+    }
+
+    /// `image` encoded; with `maxBytes` above 0 and a lossy format, encoded again at lower
+    /// qualities until it fits, as imgproxy's `max_bytes` does: each try's quality is the
+    /// last one times 0.25, 0.5 or 0.75 by how far over the size it was, down to 10 at
+    /// the least (about eight tries from 100); the last try is sent when none fits.
+    static func encode(_ image: RasterImage, as output: OutputFormat, maxBytes: Int) throws -> [UInt8] {
+        var output = output
+        while true {
+            let bytes = try image.encodedKeepingAnimation(as: output).bytes
+            guard maxBytes > 0, bytes.count > maxBytes, let quality = output.quality, quality > 10 else {
+                return bytes
+            }
+            let over = Double(bytes.count) / Double(maxBytes)
+            let factor = over > 3 ? 0.25 : over > 1.5 ? 0.5 : 0.75
+            output = output.with(quality: max(1, min(quality - 1, ProcessingPlan.scale(quality, factor))))
+        }
     }
 
     /// The encoded thumbnail of `bytes`, made on the loader's workers with its limits.
@@ -329,25 +442,14 @@ public final class ImageService: Service, Sendable {
         return encoded.bytes
     }
 
-    /// What `options` make of a source with the header `info`, encoded as `format`.
-    private func thumbnailOptions(_ options: ProcessingOptions, info: ImageInfo, format: ProcessingOptions.Format)
-        throws -> ThumbnailOptions
-    {
-        let upright = info.orientation.swapsDimensions ? (info.height, info.width) : (info.width, info.height)
-        var thumbnail = try options.thumbnailOptions(
-            sourceWidth: upright.0, sourceHeight: upright.1, maxResultSide: configuration.maxResultSide)
-        thumbnail.outputFormat = outputFormat(format, quality: options.quality)
-        thumbnail.shrinkOnLoad = configuration.shrinkOnLoad
-        return thumbnail
-    }
-
-    func outputFormat(_ format: ProcessingOptions.Format, quality: Int?) -> OutputFormat {
+    func outputFormat(_ format: ProcessingOptions.Format, quality: Int?, keepsProfile: Bool = false) -> OutputFormat {
         switch format {
-        case .jpeg: .jpeg(JPEGEncoder(quality: quality ?? configuration.jpegQuality, includeICCProfile: false))
-        case .png: .png(PNGEncoder(compressionLevel: configuration.pngCompressionLevel, includeICCProfile: false))
-        case .webp: .webp(WebPEncoder(quality: quality ?? configuration.webPQuality, includeICCProfile: false))
-        case .avif: .avif(AVIFEncoder(quality: quality ?? configuration.avifQuality, includeICCProfile: false))
-        case .jxl: .jxl(JXLEncoder(quality: quality ?? configuration.jxlQuality, includeICCProfile: false))
+        case .jpeg: .jpeg(JPEGEncoder(quality: quality ?? configuration.jpegQuality, includeICCProfile: keepsProfile))
+        case .png: .png(PNGEncoder(compressionLevel: configuration.pngCompressionLevel, includeICCProfile: keepsProfile))
+        case .webp: .webp(WebPEncoder(quality: quality ?? configuration.webPQuality, includeICCProfile: keepsProfile))
+        case .avif: .avif(AVIFEncoder(quality: quality ?? configuration.avifQuality, includeICCProfile: keepsProfile))
+        case .jxl: .jxl(JXLEncoder(quality: quality ?? configuration.jxlQuality, includeICCProfile: keepsProfile))
+        case .gif: .gif(GIFEncoder())
         }
     }
 
@@ -417,20 +519,30 @@ public final class ImageService: Service, Sendable {
     /// `POST /upload/{options}`: the thumbnail of the body, never cached downstream.
     func upload(optionsPath: Substring, body: [UInt8], accept: String?, contentType: String?) async -> Reply {
         do {
-            let options = try ProcessingURL.parseOptions(optionsPath)
+            let options = try ProcessingURL.parseOptions(optionsPath, rules: configuration.urlRules)
             let info = try decoder.info(.bytes(body), options: headerOptions)
             let (format, _) = ResponseRules.format(
                 requested: options.format, accept: accept, hasAlpha: info.hasAlpha, autoAVIF: configuration.autoAVIF,
-                autoJXL: configuration.autoJXL)
-            let thumbnail = try thumbnailOptions(options, info: info, format: format)
+                autoJXL: configuration.autoJXL, autoWebP: configuration.autoWebP)
+            let limits = effectiveLimits(options.security)
             let bytes = try await metrics.timingProcessing {
-                try await self.thumbnail(of: body, options: thumbnail, contentType: contentType)
+                try await self.process(
+                    body, options, info: info, format: format, limits: limits, contentType: contentType)
             }
             return .upload(bytes, contentType: format.contentType)
         } catch {
             return .failure(ServiceError.from(error))
         }
     }
+}
+
+/// The limits one request is held to: the service's, lowered by the URL's security options.
+struct EffectiveLimits: Sendable {
+    let maxSourceBytes: Int
+    let maxSourcePixels: Int
+    let maxResultSide: Int
+    let maxAnimationFrames: Int
+    let maxAnimationFramePixels: Int
 }
 
 /// What identifies a shared run: the result, and the request's conditions (a 304 is

@@ -46,11 +46,18 @@ public struct ProcessingURL: Sendable, Hashable {
         case badSignature
         /// `insecure` or `_` in place of a signature, and unsigned URLs are not allowed (403).
         case unsignedNotAllowed
+        /// `pr` names a preset the service does not have.
+        case unknownPreset(String)
+        /// A security option (`msr`, `msfs`, `maf`, `mafr`, `mrd`) without `--allow-security-options` (403).
+        case forbiddenOption(String)
+        /// `exp` is in the past (404, as imgproxy).
+        case expired
 
         /// The HTTP status the service answers with.
         public var status: Int {
             switch self {
-            case .badSignature, .unsignedNotAllowed: 403
+            case .badSignature, .unsignedNotAllowed, .forbiddenOption: 403
+            case .expired: 404
             default: 400
             }
         }
@@ -64,16 +71,58 @@ public struct ProcessingURL: Sendable, Hashable {
             case .invalidSource(let why): "invalid source: \(why)"
             case .badSignature: "invalid signature"
             case .unsignedNotAllowed: "unsigned URLs are not allowed"
+            case .unknownPreset(let name): "unknown preset \(name)"
+            case .forbiddenOption(let name): "option \(name) is not allowed"
+            case .expired: "expired URL"
             }
+        }
+    }
+
+    /// What a service allows in URLs beyond the options themselves: presets, security
+    /// options, and the clock `expires` is judged by.
+    ///
+    /// ```swift
+    /// var rules = ProcessingURL.Rules()
+    /// try rules.addPreset("thumb=rs:fill:300:300/q:70")
+    /// let url = try ProcessingURL.parse("/_/pr:thumb/plain/https://example.com/a.jpg", signature: nil,
+    ///                                   allowsUnsigned: true, rules: rules)
+    /// ```
+    public struct Rules: Sendable {
+        /// Presets by name: their option segments (`rs:fill:300:300`), applied where `pr` names
+        /// them. The `default` preset is applied to every URL before its own options.
+        public private(set) var presets: [String: [String]] = [:]
+        /// Only presets may be named: the option segments of a URL are preset names
+        /// (imgproxy's `IMGPROXY_ONLY_PRESETS`); `pr:` segments are accepted too.
+        public var onlyPresets = false
+        /// Serve the security options (`msr`, `msfs`, `maf`, `mafr`, `mrd`); each can only
+        /// lower the service's own limit.
+        public var allowsSecurityOptions = false
+        /// The time `exp` is compared with.
+        public var now: @Sendable () -> Date = { Date() }
+
+        public init() {}
+
+        /// Adds `NAME=OPTIONS` (options separated by `/`, as in a URL), checking every option.
+        public mutating func addPreset(_ definition: String) throws(Failure) {
+            guard let equals = definition.firstIndex(of: "="), equals != definition.startIndex else {
+                throw .invalidArgument(option: "preset", value: definition)
+            }
+            let name = String(definition[..<equals]).trimmingCharacters(in: .whitespaces)
+            let segments = definition[definition.index(after: equals)...].split(separator: "/").map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }.filter { !$0.isEmpty }
+            presets[name] = segments
+            var check = ProcessingOptions()
+            for segment in segments { try check.apply(Substring(segment), rules: self) }
         }
     }
 
     /// Parses `path` (the request's path, percent-encoding as received). The signature is
     /// checked first, against the path after the signature segment exactly as received;
     /// `insecure` or `_` is accepted only when `allowsUnsigned`.
-    public static func parse(_ path: String, signature: URLSignature?, allowsUnsigned: Bool) throws(Failure)
-        -> ProcessingURL
-    {
+    public static func parse(
+        _ path: String, signature: URLSignature?, allowsUnsigned: Bool, rules: Rules = Rules()
+    ) throws(Failure) -> ProcessingURL {
         let bytes = path.utf8
         guard bytes.first == UInt8(ascii: "/"),
             let slash = bytes.dropFirst().firstIndex(of: UInt8(ascii: "/"))
@@ -85,24 +134,46 @@ public struct ProcessingURL: Sendable, Hashable {
         } else {
             guard let signature, signature.isValid(signatureText, for: signed) else { throw .badSignature }
         }
-        return try parseSigned(signed)
+        return try parseSigned(signed, rules: rules)
     }
 
     /// Options alone (`/rs:fit:300:300/q:80`, the path of an upload), any extension as
     /// `f:`. Every segment must be an option.
-    public static func parseOptions(_ path: Substring) throws(Failure) -> ProcessingOptions {
-        var options = ProcessingOptions()
+    public static func parseOptions(_ path: Substring, rules: Rules = Rules()) throws(Failure) -> ProcessingOptions {
+        var options = try defaults(rules)
         for segment in path.split(separator: "/") {
-            guard segment.contains(":") else { throw .unknownOption(String(segment)) }
-            try options.apply(segment)
+            try apply(segment, to: &options, rules: rules)
         }
         return options
     }
 
-    /// The part after the signature: options, then the source.
-    static func parseSigned(_ signed: Substring) throws(Failure) -> ProcessingURL {
-        let segments = signed.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
+    /// The options every URL starts from: the `default` preset's, when there is one.
+    private static func defaults(_ rules: Rules) throws(Failure) -> ProcessingOptions {
         var options = ProcessingOptions()
+        if rules.presets["default"] != nil { try options.apply(name: "pr", ["default"], rules: rules) }
+        return options
+    }
+
+    /// One option segment; with only presets, a bare name is a preset's.
+    private static func apply(_ segment: Substring, to options: inout ProcessingOptions, rules: Rules)
+        throws(Failure)
+    {
+        if rules.onlyPresets {
+            if segment.hasPrefix("pr:") || segment.hasPrefix("preset:") {
+                try options.apply(segment, rules: rules)
+            } else {
+                try options.apply(name: "pr", [String(segment)], rules: rules)
+            }
+            return
+        }
+        guard segment.contains(":") else { throw .unknownOption(String(segment)) }
+        try options.apply(segment, rules: rules)
+    }
+
+    /// The part after the signature: options, then the source.
+    static func parseSigned(_ signed: Substring, rules: Rules) throws(Failure) -> ProcessingURL {
+        let segments = signed.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
+        var options = try defaults(rules)
         var index = 0
         while index < segments.count {
             let segment = segments[index]
@@ -110,8 +181,13 @@ public struct ProcessingURL: Sendable, Hashable {
                 let rest = segments[(index + 1)...].joined(separator: "/")
                 return try plainSource(rest, options: options)
             }
-            guard segment.contains(":") else { break }
-            try options.apply(segment)
+            // With only presets, every segment but the last (the source) names presets.
+            if rules.onlyPresets {
+                guard index < segments.count - 1, !segment.isEmpty else { break }
+            } else {
+                guard segment.contains(":") else { break }
+            }
+            try apply(segment, to: &options, rules: rules)
             index += 1
         }
         guard index < segments.count else { throw .malformedPath }
@@ -156,183 +232,6 @@ public struct ProcessingURL: Sendable, Hashable {
             return .local(path: path)
         default:
             throw .invalidSource("scheme \(scheme) is not served")
-        }
-    }
-}
-
-/// The processing options of a URL, by imgproxy's names (short and long).
-///
-/// | option | arguments |
-/// |---|---|
-/// | `rs`, `resize` | `{type}:{width}:{height}:{enlarge}:{extend}` (each may be empty) |
-/// | `s`, `size` | `{width}:{height}:{enlarge}:{extend}` |
-/// | `rt`, `resizing_type` | `fit`, `fill`, `fill-down`, `force`, `auto` |
-/// | `w`, `width` / `h`, `height` | pixels; 0 follows the other side |
-/// | `g`, `gravity` | `ce`, `no`, `so`, `ea`, `we`, `noea`, `nowe`, `soea`, `sowe`, `sm` (as `ce`); offsets of 0 only |
-/// | `q`, `quality` | 1 to 100 (0: the default) |
-/// | `f`, `format`, `ext` | `jpg`, `jpeg`, `png`, `webp` |
-/// | `dpr` | 0.1 to 8 |
-/// | `el`, `enlarge` | `1`, `t`, `true`, `0`, `f`, `false` |
-/// | `ex`, `extend` | `0`, `f`, `false` only: results are never padded to the box |
-public struct ProcessingOptions: Sendable, Hashable {
-    /// How the image meets the box.
-    public enum ResizingType: String, Sendable, Hashable, CaseIterable {
-        case fit, fill
-        case fillDown = "fill-down"
-        case force, auto
-    }
-
-    /// Where a crop keeps the image (`sm`, smart, is taken as the centre).
-    public enum Gravity: String, Sendable, Hashable, CaseIterable {
-        case center = "ce"
-        case north = "no"
-        case south = "so"
-        case east = "ea"
-        case west = "we"
-        case northEast = "noea"
-        case northWest = "nowe"
-        case southEast = "soea"
-        case southWest = "sowe"
-        case smart = "sm"
-    }
-
-    /// An output format a URL can name.
-    public enum Format: String, Sendable, Hashable {
-        case jpeg, png, webp, avif, jxl
-    }
-
-    /// How the image meets the box (`fit` by default).
-    public var resizingType = ResizingType.fit
-    /// Pixels; 0 means "follow the other side" (both 0: the source's size).
-    public var width = 0
-    /// Pixels; 0 means "follow the other side".
-    public var height = 0
-    /// Whether a source smaller than the box is enlarged.
-    public var enlarge = false
-    /// What a `fill` crop keeps.
-    public var gravity = Gravity.center
-    /// 1 to 100; `nil` for the service's default.
-    public var quality: Int?
-    /// The output format the URL names, if any.
-    public var format: Format?
-    /// Device pixel ratio: the box is multiplied by it.
-    public var dpr = 1.0
-
-    /// The largest width or height a URL may ask for before the service's own limit.
-    static let maxSide = 100_000
-
-    /// The defaults: fit, no box, no enlargement, centre gravity, the service's quality and format.
-    public init() {}
-
-    mutating func apply(_ segment: Substring) throws(ProcessingURL.Failure) {
-        let parts = segment.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-        try apply(name: parts[0], Array(parts.dropFirst()))
-    }
-
-    mutating func apply(name: String, _ arguments: [String]) throws(ProcessingURL.Failure) {
-        func argument(_ index: Int) -> String? {
-            index < arguments.count && !arguments[index].isEmpty ? arguments[index] : nil
-        }
-        func limit(_ count: Int) throws(ProcessingURL.Failure) {
-            guard arguments.count <= count, !arguments.isEmpty else {
-                throw .invalidArgument(option: name, value: arguments.joined(separator: ":"))
-            }
-        }
-        // An extend argument (imgproxy's padding to the box) is accepted when it asks for none.
-        func noExtend(_ index: Int) throws(ProcessingURL.Failure) {
-            guard let extend = argument(index) else { return }
-            guard try !flag(extend, name) else {
-                throw .invalidArgument(option: name, value: arguments.joined(separator: ":"))
-            }
-        }
-        switch name {
-        case "rs", "resize":
-            try limit(5)
-            if let type = argument(0) { resizingType = try parse(type, name) }
-            if let width = argument(1) { self.width = try pixels(width, name) }
-            if let height = argument(2) { self.height = try pixels(height, name) }
-            if let enlarge = argument(3) { self.enlarge = try flag(enlarge, name) }
-            try noExtend(4)
-        case "s", "size":
-            try limit(4)
-            if let width = argument(0) { self.width = try pixels(width, name) }
-            if let height = argument(1) { self.height = try pixels(height, name) }
-            if let enlarge = argument(2) { self.enlarge = try flag(enlarge, name) }
-            try noExtend(3)
-        case "ex", "extend":
-            try limit(1)
-            try noExtend(0)
-        case "rt", "resizing_type":
-            try limit(1)
-            resizingType = try parse(arguments[0], name)
-        case "w", "width":
-            try limit(1)
-            width = try pixels(arguments[0], name)
-        case "h", "height":
-            try limit(1)
-            height = try pixels(arguments[0], name)
-        case "g", "gravity":
-            // Offsets shift imgproxy's crop; none (0, or left out) is all that is served.
-            try limit(3)
-            gravity = try parse(arguments[0], name)
-            for index in 1..<3 {
-                guard let offset = argument(index) else { continue }
-                guard offset.utf8.count <= 16, let value = Double(offset), value == 0 else {
-                    throw .invalidArgument(option: name, value: arguments.joined(separator: ":"))
-                }
-            }
-        case "q", "quality":
-            try limit(1)
-            let value = try number(arguments[0], name, max: 100)
-            quality = value == 0 ? nil : value
-        case "f", "format", "ext":
-            try limit(1)
-            switch arguments[0].lowercased() {
-            case "jpg", "jpeg": format = .jpeg
-            case "png": format = .png
-            case "webp": format = .webp
-            case "avif": format = .avif
-            case "jxl": format = .jxl
-            default: throw .invalidArgument(option: name, value: arguments[0])
-            }
-        case "dpr":
-            try limit(1)
-            guard arguments[0].utf8.count <= 8, let value = Double(arguments[0]), value >= 0.1, value <= 8 else {
-                throw .invalidArgument(option: name, value: arguments[0])
-            }
-            dpr = value
-        case "el", "enlarge":
-            try limit(1)
-            enlarge = try flag(arguments[0], name)
-        default:
-            throw .unknownOption(name)
-        }
-    }
-
-    private func parse<T: RawRepresentable<String>>(_ text: String, _ option: String) throws(ProcessingURL.Failure)
-        -> T
-    {
-        guard let value = T(rawValue: text) else { throw .invalidArgument(option: option, value: text) }
-        return value
-    }
-
-    private func pixels(_ text: String, _ option: String) throws(ProcessingURL.Failure) -> Int {
-        try number(text, option, max: ProcessingOptions.maxSide)
-    }
-
-    /// A decimal number of digits only, at most `max`: no sign, no spaces, no overflow.
-    private func number(_ text: String, _ option: String, max: Int) throws(ProcessingURL.Failure) -> Int {
-        guard !text.isEmpty, text.utf8.count <= 9, text.utf8.allSatisfy({ (48...57).contains($0) }),
-            let value = Int(text), value <= max
-        else { throw .invalidArgument(option: option, value: text) }
-        return value
-    }
-
-    private func flag(_ text: String, _ option: String) throws(ProcessingURL.Failure) -> Bool {
-        switch text {
-        case "1", "t", "true": return true
-        case "0", "f", "false": return false
-        default: throw .invalidArgument(option: option, value: text)
         }
     }
 }

@@ -18,21 +18,25 @@ public enum ResponseRules {
     /// ```
     public static func format(
         requested: ProcessingOptions.Format?, accept: String?, hasAlpha: Bool, autoAVIF: Bool = false,
-        autoJXL: Bool = false
+        autoJXL: Bool = false, autoWebP: Bool = true
     ) -> (format: ProcessingOptions.Format, variesByAccept: Bool) {
         if let requested { return (requested, false) }
-        if let accept, let automatic = automaticFormat(accept: accept, autoAVIF: autoAVIF, autoJXL: autoJXL) {
+        if let accept,
+            let automatic = automaticFormat(accept: accept, autoAVIF: autoAVIF, autoJXL: autoJXL, autoWebP: autoWebP)
+        {
             return (automatic, true)
         }
         return (hasAlpha ? .png : .jpeg, true)
     }
 
-    /// The format `Accept` chooses, before the image is known: JPEG XL, AVIF (each when
-    /// turned on) or WebP, or `nil` when it lists none of them.
-    static func automaticFormat(accept: String, autoAVIF: Bool, autoJXL: Bool) -> ProcessingOptions.Format? {
+    /// The format `Accept` chooses, before the image is known: JPEG XL, AVIF or WebP (each
+    /// when turned on), or `nil` when it lists none of them.
+    static func automaticFormat(accept: String, autoAVIF: Bool, autoJXL: Bool, autoWebP: Bool = true)
+        -> ProcessingOptions.Format?
+    {
         if autoJXL && accepts("image/jxl", in: accept) { return .jxl }
         if autoAVIF && accepts("image/avif", in: accept) { return .avif }
-        if accepts("image/webp", in: accept) { return .webp }
+        if autoWebP && accepts("image/webp", in: accept) { return .webp }
         return nil
     }
 
@@ -57,12 +61,12 @@ public enum ResponseRules {
     /// the output format. Equal tags, equal bytes: a 304 can be answered without
     /// processing.
     public static func entityTag(
-        source: String, validator: String, options: ProcessingOptions, format: ProcessingOptions.Format
+        source: String, validator: String, options: ProcessingOptions, format: ProcessingOptions.Format?
     )
         -> String
     {
         var hash = SHA256()
-        for part in [source, validator, options.canonical, format.rawValue] {
+        for part in [source, validator, options.canonical, format?.rawValue ?? "source"] {
             hash.update(data: Array(part.utf8))
             hash.update(data: [0])  // a separator no part contains
         }
@@ -93,16 +97,106 @@ extension ProcessingOptions.Format {
         case .webp: "image/webp"
         case .avif: "image/avif"
         case .jxl: "image/jxl"
+        case .gif: "image/gif"
         }
+    }
+
+    /// The source format of the same kind.
+    var imageFormat: ImageFormat {
+        switch self {
+        case .jpeg: .jpeg
+        case .png: .png
+        case .webp: .webp
+        case .avif: .avif
+        case .jxl: .jxl
+        case .gif: .gif
+        }
+    }
+
+    /// Whether results in this format keep an animated source's frames.
+    var keepsAnimation: Bool { self == .webp || self == .gif }
+
+    /// The file name extension.
+    var fileExtension: String { self == .jpeg ? "jpg" : rawValue }
+}
+
+extension ResponseRules {
+    /// The `Content-Disposition` of a result when the URL names a file name (`fn`) or asks
+    /// for an attachment (`att`); `nil` otherwise. The name is the URL's, else the last
+    /// part of the source's path, with the result's extension; quotes, backslashes and
+    /// control characters are replaced in the quoted form, and a name beyond ASCII is
+    /// also given percent-encoded as `filename*` (RFC 6266).
+    ///
+    /// ```swift
+    /// ResponseRules.contentDisposition(filename: "café", source: "https://a.example/x.png", format: .webp, attachment: true)
+    /// // attachment; filename="caf_.webp"; filename*=UTF-8''caf%C3%A9.webp
+    /// ```
+    public static func contentDisposition(
+        filename: String?, source: String, format: ProcessingOptions.Format?, attachment: Bool
+    ) -> String? {
+        guard filename != nil || attachment else { return nil }
+        var name = filename ?? ""
+        if name.isEmpty {
+            let path = URL(string: source)?.path ?? source
+            name = path.split(separator: "/").last.map(String.init) ?? "image"
+            if let format, let dot = name.lastIndex(of: "."), dot != name.startIndex { name = String(name[..<dot]) }
+        }
+        if name.isEmpty { name = "image" }
+        if let format { name += "." + format.fileExtension }
+        let plain = String(
+            String.UnicodeScalarView(
+                name.unicodeScalars.prefix(200).map { scalar in
+                    scalar.isASCII && scalar.value >= 0x20 && scalar.value != 0x7f && scalar != "\"" && scalar != "\\"
+                        ? scalar : "_"
+                }))
+        var value = (attachment ? "attachment" : "inline") + "; filename=\"" + plain + "\""
+        if !name.unicodeScalars.allSatisfy({ $0.isASCII }) {
+            let unreserved = CharacterSet(charactersIn: "!#$&+-.^_`|~").union(.alphanumerics).subtracting(
+                CharacterSet(charactersIn: Unicode.Scalar(0x80)!...Unicode.Scalar(0x10FFFF)!))
+            let encoded = String(name.prefix(200)).addingPercentEncoding(withAllowedCharacters: unreserved) ?? plain
+            value += "; filename*=UTF-8''" + encoded
+        }
+        return value
     }
 }
 
 extension ProcessingOptions {
-    /// Every field, in one fixed order: equal texts, equal options.
+    /// Every field, in one fixed order: equal texts, equal options. Fields at their
+    /// defaults beyond the first eight are left out, so tags made before those options
+    /// existed stay the same.
     var canonical: String {
-        [
-            resizingType.rawValue, String(width), String(height), enlarge ? "1" : "0", gravity.rawValue,
+        let base = [
+            resizingType.rawValue, String(width), String(height), enlarge ? "1" : "0", gravity.type.rawValue,
             quality.map(String.init) ?? "-", format?.rawValue ?? "-", String(dpr),
         ].joined(separator: ":")
+        let defaults = ProcessingOptions().extraFields
+        let changed = zip(extraFields, defaults).filter { $0.0.1 != $0.1.1 }.map { "\($0.0.0)=\($0.0.1)" }
+        return changed.isEmpty ? base : base + "|" + changed.joined(separator: ",")
+    }
+
+    /// The fields added after the first eight, each as text in a fixed order (sets and
+    /// dictionaries sorted, so the text is the same in every process).
+    private var extraFields: [(String, String)] {
+        func gravityText(_ gravity: Gravity) -> String { "\(gravity.type.rawValue):\(gravity.x):\(gravity.y)" }
+        func extendText(_ extend: Extend) -> String { "\(extend.enabled):\(gravityText(extend.gravity))" }
+        return [
+            ("g", gravityText(gravity)), ("mw", String(minWidth)), ("mh", String(minHeight)),
+            ("z", "\(zoomWidth):\(zoomHeight)"), ("ex", extendText(extend)), ("exar", extendText(extendAspectRatio)),
+            ("c", crop.map { "\($0.width):\($0.height):\($0.gravity.map(gravityText) ?? "-")" } ?? "-"),
+            ("t", trim.map { "\($0.threshold):\($0.color?.description ?? "-"):\($0.equalHorizontal):\($0.equalVertical)" } ?? "-"),
+            ("pd", "\(padding.top):\(padding.right):\(padding.bottom):\(padding.left)"),
+            ("ar", autoRotate.map { String($0) } ?? "-"), ("rot", String(rotate)),
+            ("fl", "\(flipHorizontal):\(flipVertical)"), ("bg", background?.description ?? "-"),
+            ("bl", String(blur)), ("sh", String(sharpen)), ("pix", String(pixelate)),
+            ("wm", watermark.map { "\($0.opacity):\($0.position):\($0.x):\($0.y):\($0.scale)" } ?? "-"),
+            ("fq", formatQuality.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue)\($0.value)" }
+                .joined(separator: ":")),
+            ("mb", String(maxBytes)), ("sm", String(stripMetadata)), ("kcr", String(keepCopyright)),
+            ("scp", String(stripColorProfile)), ("eth", String(enforceThumbnail)), ("ph", String(preserveHDR)),
+            ("skp", skipProcessing.map(\.rawValue).sorted().joined(separator: ":")), ("raw", String(raw)),
+            ("cb", cacheBuster ?? "-"), ("exp", expires.map { String($0) } ?? "-"), ("fn", filename ?? "-"),
+            ("att", String(returnAttachment)),
+            ("sec", "\(security.maxSourcePixels ?? -1):\(security.maxSourceBytes ?? -1):\(security.maxAnimationFrames ?? -1):\(security.maxAnimationFramePixels ?? -1):\(security.maxResultSide ?? -1)"),
+        ]
     }
 }

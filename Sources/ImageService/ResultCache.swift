@@ -14,6 +14,8 @@ struct ResponseMeta: Sendable {
     let variesByAccept: Bool
     /// Until when it may be sent without asking the source again.
     let freshUntil: Date
+    /// `Content-Disposition`, when the URL asks for a file name or an attachment.
+    var contentDisposition: String? = nil
 }
 
 /// A processed image ready to send: its bytes (a buffer every response shares, never
@@ -46,11 +48,18 @@ struct RequestKey: Hashable, Sendable {
     let automatic: ProcessingOptions.Format?
 
     /// The key of a request for `path` with the `Accept` field `accept`.
-    init(path: String, accept: String?, autoAVIF: Bool, autoJXL: Bool) {
+    init(path: String, accept: String?, autoAVIF: Bool, autoJXL: Bool, autoWebP: Bool = true) {
         self.path = path
         automatic = accept.flatMap {
-            ResponseRules.automaticFormat(accept: $0, autoAVIF: autoAVIF, autoJXL: autoJXL)
+            ResponseRules.automaticFormat(accept: $0, autoAVIF: autoAVIF, autoJXL: autoJXL, autoWebP: autoWebP)
         }
+    }
+
+    /// The key of a request for `path` with `accept`, under the service's format choices.
+    init(path: String, accept: String?, configuration: ImageService.Configuration) {
+        self.init(
+            path: path, accept: accept, autoAVIF: configuration.autoAVIF, autoJXL: configuration.autoJXL,
+            autoWebP: configuration.autoWebP)
     }
 }
 

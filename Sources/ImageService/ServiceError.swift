@@ -5,7 +5,7 @@ import RasterImage
 ///
 /// | status | when |
 /// |---|---|
-/// | 400 | malformed URL, unknown option, bad argument, a result larger than the limit, a box or crop that cannot be made |
+/// | 400 | malformed URL, unknown option, bad argument, a box or crop that cannot be made |
 /// | 403 | bad signature, unsigned URL not allowed, source not allowed, private address |
 /// | 404 | the source does not exist |
 /// | 413 | the source has more bytes or pixels than the limits |
@@ -44,7 +44,6 @@ public struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible {
         case let error as ServiceError: return error
         case let error as ProcessingURL.Failure: return ServiceError(status: error.status, error.description)
         case let error as SourcePolicy.Forbidden: return ServiceError(status: 403, error.description)
-        case let error as ProcessingOptions.ResultTooLarge: return ServiceError(status: 400, error.description)
         case let error as ImageLoadingError: return from(error)
         case let error as ImageDecodingError: return from(error)
         case is CancellationError: return ServiceError(status: 503, "cancelled")

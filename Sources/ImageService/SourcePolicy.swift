@@ -9,6 +9,8 @@ import Foundation
 /// ```
 public struct SourcePolicy: Sendable, Hashable {
     /// Sources must start with one of these (as text); empty: any http or https URL.
+    /// A `*` in a prefix stands for any run of characters without a `/` (imgproxy's
+    /// `IMGPROXY_ALLOWED_SOURCES`: `https://*.example.com/` allows every subdomain).
     public var allowedPrefixes: [String]
     /// The folder `local:///` paths are inside; `nil`: local sources are refused.
     public var localRoot: String?
@@ -37,22 +39,38 @@ public struct SourcePolicy: Sendable, Hashable {
         switch source {
         case .remote(let url):
             let text = url.absoluteString
-            guard allowedPrefixes.isEmpty || allowedPrefixes.contains(where: { text.hasPrefix($0) }) else {
-                throw Forbidden(description: "source not allowed")
-            }
+            guard allows(text) else { throw Forbidden(description: "source not allowed") }
             return .remote(url)
         case .local(let path):
             guard let localRoot else { throw Forbidden(description: "local sources are not served") }
-            let text = "local://" + path
-            guard allowedPrefixes.isEmpty || allowedPrefixes.contains(where: { text.hasPrefix($0) }) else {
-                throw Forbidden(description: "source not allowed")
-            }
+            guard allows("local://" + path) else { throw Forbidden(description: "source not allowed") }
             let root = URL(fileURLWithPath: localRoot).standardizedFileURL.resolvingSymlinksInPath().path
             let joined = URL(fileURLWithPath: root + "/" + path).standardizedFileURL.resolvingSymlinksInPath().path
             guard joined.hasPrefix(root.hasSuffix("/") ? root : root + "/") else {
                 throw Forbidden(description: "local path outside the root")
             }
             return .file(joined)
+        }
+    }
+
+    /// Whether `text` starts with one of the prefixes (any, when there are none).
+    func allows(_ text: String) -> Bool {
+        allowedPrefixes.isEmpty || allowedPrefixes.contains { SourcePolicy.matches(prefix: $0, text[...]) }
+    }
+
+    /// Whether `text` starts with `prefix`, each `*` in it matching a run of characters
+    /// other than `/` (the shortest that lets the rest match: a backtracking match over
+    /// at most a few wildcards and a URL's length).
+    static func matches(prefix: some StringProtocol, _ text: Substring) -> Bool {
+        guard let star = prefix.firstIndex(of: "*") else { return text.hasPrefix(prefix) }
+        let head = prefix[..<star]
+        let rest = prefix[prefix.index(after: star)...]
+        guard text.hasPrefix(head) else { return false }
+        var position = text.index(text.startIndex, offsetBy: head.count)
+        while true {
+            if matches(prefix: rest, text[position...]) { return true }
+            guard position < text.endIndex, text[position] != "/" else { return false }
+            position = text.index(after: position)
         }
     }
 }

@@ -31,14 +31,23 @@ public struct URLSignature: Sendable {
 
     /// The pairs a signature may be made with; the first signs.
     public let pairs: [Pair]
+    /// Bytes of the HMAC a signature carries, 1 to 32 (imgproxy's `IMGPROXY_SIGNATURE_SIZE`):
+    /// fewer make shorter URLs and signatures easier to guess.
+    public let size: Int
 
-    /// Signatures under any of `pairs`.
-    public init(pairs: [Pair]) {
+    /// Signatures under any of `pairs`, truncated to `size` bytes.
+    public init(pairs: [Pair], size: Int = 32) {
         self.pairs = pairs
+        self.size = max(1, min(SHA256.byteCount, size))
     }
 
-    /// Pairs given in hexadecimal (`--key`/`--salt`, `IMGPROXY_KEY`/`IMGPROXY_SALT`).
-    public init(hexPairs: [(key: String, salt: String)]) throws(InvalidKey) {
+    /// Pairs given in hexadecimal (`--key`/`--salt`, `IMGPROXY_KEY`/`IMGPROXY_SALT`),
+    /// signatures of `size` bytes.
+    public init(hexPairs: [(key: String, salt: String)], size: Int = 32) throws(InvalidKey) {
+        guard (1...SHA256.byteCount).contains(size) else {
+            throw InvalidKey(description: "the signature size must be 1 to 32 bytes")
+        }
+        self.size = size
         var pairs: [Pair] = []
         for (index, pair) in hexPairs.enumerated() {
             guard let key = URLSignature.bytes(hex: pair.key), !key.isEmpty else {
@@ -55,20 +64,20 @@ public struct URLSignature: Sendable {
     /// The signature of `path` under the first pair: what a URL builder writes.
     public func sign(_ path: some StringProtocol) -> String {
         guard let pair = pairs.first else { return "" }
-        return URLSignature.base64URL(URLSignature.mac(pair, Array(path.utf8)))
+        return URLSignature.base64URL(Array(URLSignature.mac(pair, Array(path.utf8)).prefix(size)))
     }
 
     /// Whether `signature` is the signature of `path` under one of the pairs. Every
     /// pair is checked, and each comparison takes the same time whatever the bytes
     /// (no early exit), so the timing tells nothing about how close a guess was.
     public func isValid(_ signature: some StringProtocol, for path: some StringProtocol) -> Bool {
-        guard let given = URLSignature.decodeBase64URL(signature), given.count == SHA256.byteCount else { return false }
+        guard let given = URLSignature.decodeBase64URL(signature), given.count == size else { return false }
         let message = Array(path.utf8)
         var valid = false
         for pair in pairs {
             let expected = URLSignature.mac(pair, message)
             var difference: UInt8 = 0
-            for index in 0..<SHA256.byteCount { difference |= expected[index] ^ given[index] }
+            for index in 0..<size { difference |= expected[index] ^ given[index] }
             valid = valid || difference == 0
         }
         return valid

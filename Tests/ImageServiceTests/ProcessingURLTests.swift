@@ -108,12 +108,17 @@ struct ProcessingURLTests {
         for name in ["w", "width"] { #expect(try parse("\(name):640").width == 640) }
         for name in ["h", "height"] { #expect(try parse("\(name):480").height == 480) }
         for name in ["g", "gravity"] {
-            for gravity in ProcessingOptions.Gravity.allCases {
-                #expect(try parse("\(name):\(gravity.rawValue)").gravity == gravity)
+            for type in ProcessingOptions.GravityType.allCases where type != .smart && type != .focusPoint {
+                let plain = ProcessingOptions.Gravity(type)
+                #expect(try parse("\(name):\(type.rawValue)").gravity == plain)
                 // Offsets of nothing, as builders that write every argument send them
-                #expect(try parse("\(name):\(gravity.rawValue):0:0").gravity == gravity)
-                #expect(try parse("\(name):\(gravity.rawValue)::0.0").gravity == gravity)
+                #expect(try parse("\(name):\(type.rawValue):0:0").gravity == plain)
+                #expect(try parse("\(name):\(type.rawValue)::0.0").gravity == plain)
+                // Offsets: pixels, fractions, negative
+                #expect(try parse("\(name):\(type.rawValue):10:-0.25").gravity == .init(type, x: 10, y: -0.25))
             }
+            #expect(try parse("\(name):sm").gravity == .smart)
+            #expect(try parse("\(name):fp:0.25:1").gravity == .init(.focusPoint, x: 0.25, y: 1))
         }
         for name in ["q", "quality"] {
             #expect(try parse("\(name):75").quality == 75)
@@ -144,24 +149,50 @@ struct ProcessingURLTests {
     @Test("unknown or malformed options and sources are 400s, signatures 403s; nothing traps")
     func failures() {
         let bad: [(String, ProcessingURL.Failure)] = [
-            ("/_/crop:10:10/\(Self.encoded)", .unknownOption("crop")),
             ("/_/w:-1/\(Self.encoded)", .invalidArgument(option: "w", value: "-1")),
             ("/_/w:1e3/\(Self.encoded)", .invalidArgument(option: "w", value: "1e3")),
             ("/_/w:99999999999999999999/\(Self.encoded)", .invalidArgument(option: "w", value: "99999999999999999999")),
             ("/_/w:100001/\(Self.encoded)", .invalidArgument(option: "w", value: "100001")),
             ("/_/w:/\(Self.encoded)", .invalidArgument(option: "w", value: "")),
             ("/_/w:1:2/\(Self.encoded)", .invalidArgument(option: "w", value: "1:2")),
-            ("/_/rs:stretch:1:1/\(Self.encoded)", .invalidArgument(option: "rs", value: "stretch")),
-            ("/_/rs:fit:1:1:0:1/\(Self.encoded)", .invalidArgument(option: "rs", value: "fit:1:1:0:1")),
-            ("/_/rs:fit:1:1:0:0:ce/\(Self.encoded)", .invalidArgument(option: "rs", value: "fit:1:1:0:0:ce")),
-            ("/_/s:1:1:0:t/\(Self.encoded)", .invalidArgument(option: "s", value: "1:1:0:t")),
-            ("/_/ex:1/\(Self.encoded)", .invalidArgument(option: "ex", value: "1")),
-            ("/_/g:no:10:0/\(Self.encoded)", .invalidArgument(option: "g", value: "no:10:0")),
+            ("/_/rs:stretch:1:1/\(Self.encoded)", .invalidArgument(option: "rs", value: "stretch:1:1")),
             ("/_/g:no:0:nan/\(Self.encoded)", .invalidArgument(option: "g", value: "no:0:nan")),
             ("/_/g:no:0:0:0/\(Self.encoded)", .invalidArgument(option: "g", value: "no:0:0:0")),
+            ("/_/cropp:10:10/\(Self.encoded)", .unknownOption("cropp")),
+            ("/_/rs:fit:1:1:0:1:ce:0:0:x/\(Self.encoded)", .invalidArgument(option: "rs", value: "fit:1:1:0:1:ce:0:0:x")),
+            ("/_/s:1:1:0:x/\(Self.encoded)", .invalidArgument(option: "s", value: "1:1:0:x")),
+            ("/_/ex:1:sm/\(Self.encoded)", .invalidArgument(option: "ex", value: "1:sm")),
+            ("/_/g:sm:1/\(Self.encoded)", .invalidArgument(option: "g", value: "sm:1")),
+            ("/_/g:fp:0.5/\(Self.encoded)", .invalidArgument(option: "g", value: "fp:0.5")),
+            ("/_/g:fp:0.5:1.5/\(Self.encoded)", .invalidArgument(option: "g", value: "fp:0.5:1.5")),
+            ("/_/g:no:1e3/\(Self.encoded)", .invalidArgument(option: "g", value: "no:1e3")),
+            ("/_/c:-1:10/\(Self.encoded)", .invalidArgument(option: "c", value: "-1:10")),
+            ("/_/t:300/\(Self.encoded)", .invalidArgument(option: "t", value: "300")),
+            ("/_/t:10:zzzzzz/\(Self.encoded)", .invalidArgument(option: "t", value: "10:zzzzzz")),
+            ("/_/pd:1:2:3:4:5/\(Self.encoded)", .invalidArgument(option: "pd", value: "1:2:3:4:5")),
+            ("/_/pd:-1/\(Self.encoded)", .invalidArgument(option: "pd", value: "-1")),
+            ("/_/rot:45/\(Self.encoded)", .invalidArgument(option: "rot", value: "45")),
+            ("/_/fl:yes/\(Self.encoded)", .invalidArgument(option: "fl", value: "yes")),
+            ("/_/bg:12345/\(Self.encoded)", .invalidArgument(option: "bg", value: "12345")),
+            ("/_/bg:1:2/\(Self.encoded)", .invalidArgument(option: "bg", value: "1:2")),
+            ("/_/bg:256:0:0/\(Self.encoded)", .invalidArgument(option: "bg", value: "256:0:0")),
+            ("/_/bl:-2/\(Self.encoded)", .invalidArgument(option: "bl", value: "-2")),
+            ("/_/sh:inf/\(Self.encoded)", .invalidArgument(option: "sh", value: "inf")),
+            ("/_/pix:1.5/\(Self.encoded)", .invalidArgument(option: "pix", value: "1.5")),
+            ("/_/wm:2/\(Self.encoded)", .invalidArgument(option: "wm", value: "2")),
+            ("/_/wm:0.5:sm/\(Self.encoded)", .invalidArgument(option: "wm", value: "0.5:sm")),
+            ("/_/fq:jpeg/\(Self.encoded)", .invalidArgument(option: "fq", value: "jpeg")),
+            ("/_/fq:bmp:10/\(Self.encoded)", .invalidArgument(option: "fq", value: "bmp:10")),
+            ("/_/mb:-5/\(Self.encoded)", .invalidArgument(option: "mb", value: "-5")),
+            ("/_/z:0/\(Self.encoded)", .invalidArgument(option: "z", value: "0")),
+            ("/_/exp:soon/\(Self.encoded)", .invalidArgument(option: "exp", value: "soon")),
+            ("/_/exp:1000/\(Self.encoded)", .expired),
+            ("/_/pr:nope/\(Self.encoded)", .unknownPreset("nope")),
+            ("/_/msr:1/\(Self.encoded)", .forbiddenOption("msr")),
+            ("/_/skp:exe/\(Self.encoded)", .invalidArgument(option: "skp", value: "exe")),
+            ("/_/fn:%%%:1/\(Self.encoded)", .invalidArgument(option: "fn", value: "%%%:1")),
             ("/_/extend:yes/\(Self.encoded)", .invalidArgument(option: "extend", value: "yes")),
             ("/_/q:101/\(Self.encoded)", .invalidArgument(option: "q", value: "101")),
-            ("/_/f:gif/\(Self.encoded)", .invalidArgument(option: "f", value: "gif")),
             ("/_/dpr:0/\(Self.encoded)", .invalidArgument(option: "dpr", value: "0")),
             ("/_/dpr:nan/\(Self.encoded)", .invalidArgument(option: "dpr", value: "nan")),
             ("/_/el:yes/\(Self.encoded)", .invalidArgument(option: "el", value: "yes")),
@@ -182,6 +213,8 @@ struct ProcessingURLTests {
             }
         }
         #expect(ProcessingURL.Failure.badSignature.status == 403)
+        #expect(ProcessingURL.Failure.forbiddenOption("msr").status == 403)
+        #expect(ProcessingURL.Failure.expired.status == 404)
         #expect(ProcessingURL.Failure.unknownOption("x").status == 400)
     }
 

@@ -252,21 +252,20 @@ struct ServiceGeometryTests {
         }
     }
 
-    @Test("a result whose size is implied (sides of 0) is scaled down to the limit; a box past it is an error")
+    @Test("a result past the limit is scaled down to it, as imgproxy's max_result_dimension: implied or asked for")
     func limit() throws {
-        var options = ProcessingOptions()
-        options.width = 0
-        let both = try options.thumbnailOptions(sourceWidth: 20_000, sourceHeight: 10_000, maxResultSide: 8192)
-        #expect(try both.resultSize(sourceWidth: 20_000, sourceHeight: 10_000) == (8192, 4096))
-        options.width = 9000
-        #expect(throws: ProcessingOptions.ResultTooLarge.self) {
-            try options.thumbnailOptions(sourceWidth: 20_000, sourceHeight: 10_000, maxResultSide: 8192)
+        // 20000x10000 scaled to at most 8192 a side keeps 2:1.
+        for (width, dpr) in [(0, 1.0), (9000, 1.0), (5000, 2.0), (100_000, 1.0)] {
+            var options = ProcessingOptions()
+            (options.width, options.dpr, options.enlarge) = (width, dpr, true)
+            #expect(try size(options, 20_000, 10_000) == (8192, 4096), "w:\(width)/dpr:\(dpr)")
         }
-        options.width = 5000
-        options.dpr = 2
-        #expect(throws: ProcessingOptions.ResultTooLarge.self) {
-            try options.thumbnailOptions(sourceWidth: 20_000, sourceHeight: 10_000, maxResultSide: 8192)
-        }
+        // Padding counts toward the limit: 8192 wide with 100 on each side is scaled by 8192/8392.
+        var padded = ProcessingOptions()
+        (padded.width, padded.padding.left, padded.padding.right) = (8192, 100, 100)
+        let plan = ProcessingPlan(options: padded, sourceWidth: 20_000, sourceHeight: 10_000, maxResultSide: 8192)
+        let padding = plan.padding(padded)
+        #expect(plan.scaledWidth + padding.left + padding.right <= 8192)
     }
 
     @Test("dpr multiplies the box, as far as enlarge allows")

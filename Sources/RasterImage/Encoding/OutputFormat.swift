@@ -26,6 +26,10 @@ extension JXLEncoder: ImageEncoding {
     public var format: ImageFormat { .jxl }
 }
 
+extension GIFEncoder: ImageEncoding {
+    public var format: ImageFormat { .gif }
+}
+
 /// Which format, with which settings, an image is written in.
 ///
 /// ```swift
@@ -45,9 +49,11 @@ public enum OutputFormat: Sendable, Hashable {
     case avif(AVIFEncoder)
     /// JPEG XL with this encoder.
     case jxl(JXLEncoder)
+    /// GIF with this encoder.
+    case gif(GIFEncoder)
 
     /// The format a file name's extension names (`jpg`, `jpeg`, `png`, `webp`, `avif`,
-    /// `jxl`), or `nil`.
+    /// `jxl`, `gif`), or `nil`.
     public init?(fileExtension: String, quality: Int? = nil) {
         switch fileExtension.lowercased() {
         case "jpg", "jpeg": self = .jpeg(JPEGEncoder(quality: quality ?? 85))
@@ -55,6 +61,7 @@ public enum OutputFormat: Sendable, Hashable {
         case "webp": self = .webp(WebPEncoder(quality: quality ?? 80))
         case "avif": self = .avif(AVIFEncoder(quality: quality ?? 60))
         case "jxl": self = .jxl(JXLEncoder(quality: quality ?? 75))
+        case "gif": self = .gif(GIFEncoder())
         default: return nil
         }
     }
@@ -68,6 +75,37 @@ public enum OutputFormat: Sendable, Hashable {
         case .webp(let encoder): encoder
         case .avif(let encoder): encoder
         case .jxl(let encoder): encoder
+        case .gif(let encoder): encoder
+        }
+    }
+
+    /// The quality of a lossy format (JPEG, WebP unless lossless, AVIF, JPEG XL); `nil` for others.
+    public var quality: Int? {
+        switch self {
+        case .automatic, .png, .gif: nil
+        case .jpeg(let encoder): encoder.quality
+        case .webp(let encoder): encoder.lossless ? nil : encoder.quality
+        case .avif(let encoder): encoder.quality
+        case .jxl(let encoder): encoder.quality
+        }
+    }
+
+    /// The same format at another quality (formats without one are returned as they are).
+    public func with(quality: Int) -> OutputFormat {
+        switch self {
+        case .automatic, .png, .gif: return self
+        case .jpeg(var encoder):
+            encoder.quality = quality
+            return .jpeg(encoder)
+        case .webp(var encoder):
+            encoder.quality = quality
+            return .webp(encoder)
+        case .avif(var encoder):
+            encoder.quality = quality
+            return .avif(encoder)
+        case .jxl(var encoder):
+            encoder.quality = quality
+            return .jxl(encoder)
         }
     }
 }
@@ -106,5 +144,23 @@ extension RasterImage {
         let encoder = format.encoder(for: self)
         return EncodedImage(
             bytes: try encoder.encode(self, frame: 0), format: encoder.format, width: width, height: height)
+    }
+
+    /// This image written in `format`, every frame when it is animated and the format
+    /// can animate (WebP, GIF), else its first frame.
+    ///
+    /// ```swift
+    /// let animation = try gif.encodedKeepingAnimation(as: .webp(WebPEncoder(quality: 75)))
+    /// ```
+    public func encodedKeepingAnimation(as format: OutputFormat) throws(ImageEncodingError) -> EncodedImage {
+        guard frames.count > 1 else { return try encoded(as: format) }
+        switch format {
+        case .webp(let encoder):
+            return EncodedImage(bytes: try encoder.encodeAnimation(self), format: .webp, width: width, height: height)
+        case .gif(let encoder):
+            return EncodedImage(bytes: try encoder.encodeAnimation(self), format: .gif, width: width, height: height)
+        default:
+            return try encoded(as: format)
+        }
     }
 }

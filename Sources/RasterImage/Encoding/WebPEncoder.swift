@@ -76,6 +76,72 @@ public struct WebPEncoder: Sendable, Hashable {
         return try WebPEncoder.addingICCProfile(icc, to: bitstream)
     }
 
+    /// Encodes every frame of `image` as an animated WebP (libwebpmux's animation
+    /// encoder), each frame shown for its duration (at least 10 ms; WebP counts
+    /// milliseconds), looping as the image says (`loopCount` 0: forever). A still image
+    /// is written as ``encode(_:frame:)`` writes it.
+    ///
+    /// ```swift
+    /// let animation = try WebPEncoder(quality: 75).encodeAnimation(try decoder.decode(.file(path: "a.gif")))
+    /// ```
+    public func encodeAnimation(_ image: RasterImage) throws(ImageEncodingError) -> [UInt8] {
+        guard image.frames.count > 1 else { return try encode(image, frame: 0) }
+        guard (0...100).contains(quality), (0...6).contains(method) else {
+            throw ImageEncodingError(.invalidParameter, format: .webp, message: "quality or method out of range")
+        }
+        guard image.width <= Int(WEBP_MAX_DIMENSION) && image.height <= Int(WEBP_MAX_DIMENSION) else {
+            throw ImageEncodingError(
+                .unsupportedImage, format: .webp, message: "WebP is limited to 16383 pixels a side")
+        }
+        let straight = image.straightAlpha()
+        var options = WebPAnimEncoderOptions()
+        guard WebPAnimEncoderOptionsInit(&options) != 0 else {
+            throw ImageEncodingError(.failed, format: .webp, message: "libwebpmux version mismatch")
+        }
+        options.anim_params.loop_count = Int32(clamping: straight.loopCount)
+        options.allow_mixed = 0
+        guard let encoder = WebPAnimEncoderNew(Int32(straight.width), Int32(straight.height), &options) else {
+            throw ImageEncodingError(.failed, format: .webp, message: "libwebpmux: out of memory")
+        }
+        defer { WebPAnimEncoderDelete(encoder) }
+        var config = WebPConfig()
+        guard WebPConfigInit(&config) != 0 else {
+            throw ImageEncodingError(.failed, format: .webp, message: "libwebp version mismatch")
+        }
+        config.quality = Float(quality)
+        config.lossless = lossless ? 1 : 0
+        config.method = Int32(method)
+        var timestamp: Int32 = 0
+        for frame in straight.frames {
+            var picture = WebPPicture()
+            guard WebPPictureInit(&picture) != 0 else {
+                throw ImageEncodingError(.failed, format: .webp, message: "libwebp version mismatch")
+            }
+            defer { WebPPictureFree(&picture) }
+            picture.width = Int32(straight.width)
+            picture.height = Int32(straight.height)
+            picture.use_argb = 1
+            let added = frame.pixels.withUnsafeBufferPointer { pixels -> Bool in
+                WebPPictureImportRGBA(&picture, pixels.baseAddress, Int32(straight.bytesPerRow)) != 0
+                    && WebPAnimEncoderAdd(encoder, &picture, timestamp, &config) != 0
+            }
+            guard added else {
+                throw ImageEncodingError(.failed, format: .webp, message: "libwebpmux: cannot add a frame")
+            }
+            let milliseconds = frame.duration.components.seconds * 1000
+                + frame.duration.components.attoseconds / 1_000_000_000_000_000
+            timestamp = timestamp &+ Int32(clamping: max(10, milliseconds))
+        }
+        var assembled = WebPData()
+        defer { WebPDataClear(&assembled) }
+        guard WebPAnimEncoderAdd(encoder, nil, timestamp, nil) != 0,
+            WebPAnimEncoderAssemble(encoder, &assembled) != 0, let bytes = assembled.bytes
+        else {
+            throw ImageEncodingError(.failed, format: .webp, message: "libwebpmux: cannot assemble the animation")
+        }
+        return Array(UnsafeBufferPointer(start: bytes, count: assembled.size))
+    }
+
     /// Wraps a WebP file with an ICCP chunk (libwebpmux writes the extended header).
     private static func addingICCProfile(_ icc: [UInt8], to bitstream: [UInt8]) throws(ImageEncodingError) -> [UInt8] {
         guard let mux = WebPMuxNew() else {

@@ -1,0 +1,77 @@
+import RasterImage
+
+/// The service's watermark (`--watermark-path`), decoded once at start, with the
+/// sizes results ask for resized once each and kept (up to ``maxSizes``).
+///
+/// Drawn with imgproxy's meanings: `wm:{opacity}:{position}:{x}:{y}:{scale}`, the
+/// opacity multiplied by the service's (`--watermark-opacity`); a `scale` above 0 fits
+/// the watermark into that fraction of the result (enlarging it when needed), else it
+/// keeps its own size; a gravity places it with offsets (pixels times dpr, or fractions)
+/// and it may hang over the edges; `re` tiles it from the top-left corner, the offsets
+/// being the space between tiles. Composited "over" in premultiplied sRGB (as libvips'
+/// `composite` in imgproxy): colours are mixed as stored, not in linear light.
+final class WatermarkImage: Sendable {
+    static let maxSizes = 32
+    let image: RasterImage
+    /// The opacity every watermark is multiplied by (0 to 1).
+    let opacity: Double
+    private let sized = Lock<[SizeKey: RasterImage]>([:])
+
+    private struct SizeKey: Hashable {
+        let width: Int
+        let height: Int
+    }
+
+    init(image: RasterImage, opacity: Double = 1) {
+        self.image = image.oriented().premultiplied()
+        self.opacity = max(0, min(1, opacity))
+    }
+
+    /// `result` with the watermark drawn over every frame as `options` say.
+    func drawn(over result: RasterImage, options: ProcessingOptions.Watermark, dpr: Double) -> RasterImage {
+        var (width, height) = (image.width, image.height)
+        if options.scale > 0 {
+            let boxWidth = max(1, ProcessingPlan.scaleToEven(result.width, options.scale))
+            let boxHeight = max(1, ProcessingPlan.scaleToEven(result.height, options.scale))
+            let fit = min(Double(boxWidth) / Double(width), Double(boxHeight) / Double(height))
+            width = max(1, ProcessingPlan.scale(width, fit))
+            height = max(1, ProcessingPlan.scale(height, fit))
+        }
+        let mark = resized(width: width, height: height)
+        let alpha = options.opacity * opacity
+        var places: [PixelPoint] = []
+        switch options.position {
+        case .gravity(let type):
+            let gravity = ProcessingOptions.Gravity(type, x: options.x, y: options.y)
+            let (x, y) = ProcessingPlan.position(
+                width: result.width, height: result.height, innerWidth: mark.width, innerHeight: mark.height,
+                gravity: gravity, dpr: dpr, allowsOverflow: true)
+            places = [PixelPoint(x: x, y: y)]
+        case .tiled:
+            func gap(_ value: Double, _ side: Int) -> Int {
+                abs(value) >= 1
+                    ? Int(exactly: (value * dpr).rounded(.toNearestOrEven)) ?? 0
+                    : ProcessingPlan.scaleToEven(side, value)
+            }
+            let stepX = max(1, mark.width + max(0, gap(options.x, result.width)))
+            let stepY = max(1, mark.height + max(0, gap(options.y, result.height)))
+            for y in stride(from: 0, to: result.height, by: stepY) {
+                for x in stride(from: 0, to: result.width, by: stepX) { places.append(PixelPoint(x: x, y: y)) }
+            }
+        }
+        return result.composited(with: mark, at: places, opacity: alpha)
+    }
+
+    /// The watermark at `width` x `height`, resized once per size.
+    private func resized(width: Int, height: Int) -> RasterImage {
+        let key = SizeKey(width: width, height: height)
+        if let hit = sized.withLock({ $0[key] }) { return hit }
+        let made = image.resized(width: width, height: height).premultiplied()
+        sized.withLock { cache in
+            if cache.count >= Self.maxSizes { cache.removeAll() }
+            cache[key] = made
+        }
+        return made
+    }
+
+}
