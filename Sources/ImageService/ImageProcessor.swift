@@ -44,9 +44,11 @@ struct ImageProcessor: Sendable {
                 .flipped(horizontally: options.flipHorizontal, vertically: options.flipVertical)
             plan = ProcessingPlan(
                 options: options, sourceWidth: image.width, sourceHeight: image.height, maxResultSide: limit)
+            try checkScaledSize(plan)
         } else {
             plan = ProcessingPlan(
                 options: options, sourceWidth: turned.0, sourceHeight: turned.1, maxResultSide: limit)
+            try checkScaledSize(plan)
             // With a crop to come, no larger than the source: the crop is enlarged after.
             let cropping = options.crop != nil
             let widthScale = cropping ? min(plan.widthScale, 1) : plan.widthScale
@@ -104,6 +106,20 @@ struct ImageProcessor: Sendable {
             image = watermark.drawn(over: image, options: mark, dpr: plan.dprScale)
         }
         return image
+    }
+
+    /// The whole (cropped) source scaled is made before the result's crop: it is bounded
+    /// like a source, as a large enlargement cropped to a small box could ask for more.
+    private func checkScaledSize(_ plan: ProcessingPlan) throws {
+        guard let scaled = Checked.multiply(plan.scaledWidth, plan.scaledHeight), scaled <= limits.maxPixelsPerFrame
+        else {
+            throw ServiceError(status: 400, "the scaled image would be larger than \(limits.maxPixelsPerFrame) pixels")
+        }
+        // Every frame of an animation is scaled alike.
+        let frameCount = frames == .all ? max(1, info.frameCount) : 1
+        guard let all = Checked.multiply(scaled, frameCount), all <= limits.maxTotalPixels else {
+            throw ServiceError(status: 400, "the scaled frames would be more than \(limits.maxTotalPixels) pixels")
+        }
     }
 
     private func thumbnailOptions(width: Int, height: Int, autoRotate: Bool) -> ThumbnailOptions {

@@ -393,6 +393,9 @@ public final class ImageService: Service, Sendable {
             limits.maxAnimationFrames > 1 && info.frameCount > 1 && info.frameCount <= limits.maxAnimationFrames
             && Checked.multiply(info.width, info.height).map { $0 <= limits.maxAnimationFramePixels } ?? false
             && format.keepsAnimation
+        // Formats with a smaller limit on a side scale results down to it, as imgproxy's `fixSize`.
+        var limits = limits
+        if format == .webp { limits.maxResultSide = min(limits.maxResultSide, 16_383) }
         if !options.needsGeneralPath && !animated {
             let upright = info.orientation.swapsDimensions ? (info.height, info.width) : (info.width, info.height)
             var thumbnail = options.thumbnailOptions(
@@ -408,14 +411,24 @@ public final class ImageService: Service, Sendable {
             shrinkOnLoad: configuration.shrinkOnLoad, limits: loaderLimits, watermark: watermark,
             frames: animated ? .all : .first)
         let maxBytes = options.maxBytes
+        let outcome: Result<[UInt8], ServiceError>
         do {
-            return try await loader.processing(bytes, declaredContentType: contentType) { decoder in
-                let image = try processor.image(of: bytes, decoder: decoder)
-                return try ImageService.encode(image, as: output, maxBytes: maxBytes)
+            outcome = try await loader.processing(bytes, declaredContentType: contentType) { decoder in
+                // The request's own failures keep their status; decoders' errors go on to
+                // the loader, which maps them as its own.
+                do {
+                    let image = try processor.image(of: bytes, decoder: decoder)
+                    return .success(try ImageService.encode(image, as: output, maxBytes: maxBytes))
+                } catch let error as ServiceError {
+                    return .failure(error)
+                } catch let error as ImageEncodingError {
+                    return .failure(ServiceError(status: 500, error.description))
+                }
             }
         } catch {
             throw ServiceError.from(error)
         }
+        return try outcome.get()
     }
 
     /// `image` encoded; with `maxBytes` above 0 and a lossy format, encoded again at lower
@@ -540,7 +553,7 @@ public final class ImageService: Service, Sendable {
 struct EffectiveLimits: Sendable {
     let maxSourceBytes: Int
     let maxSourcePixels: Int
-    let maxResultSide: Int
+    var maxResultSide: Int
     let maxAnimationFrames: Int
     let maxAnimationFramePixels: Int
 }

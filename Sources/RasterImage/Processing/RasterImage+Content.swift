@@ -73,7 +73,11 @@ extension RasterImage {
         // The window in the reduced image's pixels, and the best place for it there.
         let windowWidth = max(1, min(smallWidth, Int((Double(cropWidth) * scale).rounded())))
         let windowHeight = max(1, min(smallHeight, Int((Double(cropHeight) * scale).rounded())))
-        let (bestX, bestY) = map.bestWindow(width: windowWidth, height: windowHeight)
+        guard let (bestX, bestY) = map.bestWindow(width: windowWidth, height: windowHeight) else {
+            // Nothing stands out: the centre.
+            return PixelRegion(
+                x: (width - cropWidth) / 2, y: (height - cropHeight) / 2, width: cropWidth, height: cropHeight)
+        }
         // Back to full size: the window's centre keeps its place.
         let centreX = (Double(bestX) + Double(windowWidth) / 2) / scale
         let centreY = (Double(bestY) + Double(windowHeight) / 2) / scale
@@ -133,7 +137,8 @@ struct AttentionMap {
 
     /// The top-left corner of the `windowWidth` x `windowHeight` window holding the most
     /// interest (sums from an integral image); ties go to the window nearest the centre.
-    func bestWindow(width windowWidth: Int, height windowHeight: Int) -> (Int, Int) {
+    /// `nil` when no window holds more than the centred one: nothing stands out.
+    func bestWindow(width windowWidth: Int, height windowHeight: Int) -> (Int, Int)? {
         var integral = [Double](repeating: 0, count: (width + 1) * (height + 1))
         for y in 0..<height {
             var row = 0.0
@@ -142,13 +147,16 @@ struct AttentionMap {
                 integral[(y + 1) * (width + 1) + x + 1] = integral[y * (width + 1) + x + 1] + row
             }
         }
+        func sum(_ x: Int, _ y: Int) -> Double {
+            integral[(y + windowHeight) * (width + 1) + x + windowWidth] - integral[y * (width + 1) + x + windowWidth]
+                - integral[(y + windowHeight) * (width + 1) + x] + integral[y * (width + 1) + x]
+        }
         let centre = (Double(width - windowWidth) / 2, Double(height - windowHeight) / 2)
+        let centred = sum((width - windowWidth) / 2, (height - windowHeight) / 2)
         var best = (x: 0, y: 0, sum: -1.0, distance: Double.infinity)
         for y in 0...(height - windowHeight) {
             for x in 0...(width - windowWidth) {
-                let sum =
-                    integral[(y + windowHeight) * (width + 1) + x + windowWidth] - integral[y * (width + 1) + x + windowWidth]
-                    - integral[(y + windowHeight) * (width + 1) + x] + integral[y * (width + 1) + x]
+                let sum = sum(x, y)
                 let distance = abs(Double(x) - centre.0) + abs(Double(y) - centre.1)
                 // Sums within a hair of each other are a tie (floating-point noise).
                 if sum > best.sum + 1e-6 || (abs(sum - best.sum) <= 1e-6 && distance < best.distance) {
@@ -156,6 +164,8 @@ struct AttentionMap {
                 }
             }
         }
+        // Sums within a hair of the centred window's: nothing stands out.
+        guard best.sum > centred + 1e-6 * max(1, abs(centred)) else { return nil }
         return (best.x, best.y)
     }
 }

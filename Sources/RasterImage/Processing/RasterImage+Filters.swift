@@ -13,8 +13,8 @@ extension RasterImage {
     /// ```
     public func blurred(sigma: Double) -> RasterImage {
         guard sigma > 0 else { return self }
-        return mappingPremultiplied { planes, width, height in
-            BoxBlur.gaussian(&planes, width: width, height: height, sigma: sigma)
+        return mappingPremultiplied { pixels, width, height in
+            BoxBlur.gaussian(&pixels, width: width, height: height, sigma: sigma)
         }
     }
 
@@ -28,12 +28,13 @@ extension RasterImage {
     /// ```
     public func sharpened(sigma: Double, amount: Double = 1) -> RasterImage {
         guard sigma > 0, amount != 0 else { return self }
-        return mappingPremultiplied { planes, width, height in
-            var blurred = planes
+        return mappingPremultiplied { pixels, width, height in
+            var blurred = pixels
             BoxBlur.gaussian(&blurred, width: width, height: height, sigma: sigma)
             let gain = Float(amount)
-            for index in planes.indices where index % 4 != 3 {
-                planes[index] += (planes[index] - blurred[index]) * gain
+            for index in pixels.indices where index % 4 != 3 {
+                let value = Float(pixels[index]) + (Float(pixels[index]) - Float(blurred[index])) * gain
+                pixels[index] = UInt8(max(0, min(255, value.rounded())))
             }
         }
     }
@@ -48,21 +49,22 @@ extension RasterImage {
     public func pixelated(blockSize: Int) -> RasterImage {
         guard blockSize > 1 else { return self }
         let size = blockSize
-        return mappingPremultiplied { planes, width, height in
-            for top in stride(from: 0, to: height, by: size) {
-                for left in stride(from: 0, to: width, by: size) {
+        return mappingPremultiplied { pixels, width, height in
+            for top in Swift.stride(from: 0, to: height, by: size) {
+                for left in Swift.stride(from: 0, to: width, by: size) {
                     let rows = top..<min(height, top + size)
                     let columns = left..<min(width, left + size)
-                    var sums: [Float] = [0, 0, 0, 0]
+                    var sums = [0, 0, 0, 0]
                     for y in rows {
                         for x in columns {
-                            for c in 0..<4 { sums[c] += planes[(y * width + x) * 4 + c] }
+                            for c in 0..<4 { sums[c] += Int(pixels[(y * width + x) * 4 + c]) }
                         }
                     }
-                    let count = Float(rows.count * columns.count)
+                    let count = rows.count * columns.count
+                    let mean = sums.map { UInt8((($0 * 2 + count) / (2 * count))) }
                     for y in rows {
                         for x in columns {
-                            for c in 0..<4 { planes[(y * width + x) * 4 + c] = sums[c] / count }
+                            for c in 0..<4 { pixels[(y * width + x) * 4 + c] = mean[c] }
                         }
                     }
                 }
@@ -70,28 +72,27 @@ extension RasterImage {
         }
     }
 
-    /// Every frame turned into premultiplied floating-point RGBA (0 to 255), changed by
-    /// `body`, and rounded back into straight alpha.
-    private func mappingPremultiplied(_ body: (inout [Float], Int, Int) -> Void) -> RasterImage {
+    /// Every frame premultiplied, in rows of `width * 4` bytes, changed by `body`, and
+    /// returned in straight alpha. Works in place: no more memory than a frame's copy.
+    private func mappingPremultiplied(_ body: (inout [UInt8], Int, Int) -> Void) -> RasterImage {
         let source = premultiplied()
         let (width, height, rowStride) = (self.width, self.height, source.bytesPerRow)
         let frames = source.frames.map { frame in
-            var planes = [Float](repeating: 0, count: width * height * 4)
-            frame.pixels.withUnsafeBufferPointer { pixels in
-                for y in 0..<height {
-                    for x in 0..<(width * 4) { planes[y * width * 4 + x] = Float(pixels[y * rowStride + x]) }
-                }
+            var pixels: [UInt8]
+            if rowStride == width * 4 {
+                pixels = Array(frame.pixels.prefix(width * height * 4))
+            } else {
+                pixels = []
+                pixels.reserveCapacity(width * height * 4)
+                for y in 0..<height { pixels += frame.pixels[(y * rowStride)..<(y * rowStride + width * 4)] }
             }
-            body(&planes, width, height)
-            let pixels = planes.map { UInt8(max(0, min(255, $0.rounded()))) }
+            body(&pixels, width, height)
             if source.hasAlpha {
                 // Colour may not exceed alpha in premultiplied pixels.
-                var clamped = pixels
-                for index in stride(from: 0, to: clamped.count, by: 4) {
-                    let alpha = clamped[index + 3]
-                    for c in 0..<3 where clamped[index + c] > alpha { clamped[index + c] = alpha }
+                for index in Swift.stride(from: 0, to: pixels.count, by: 4) {
+                    let alpha = pixels[index + 3]
+                    for c in 0..<3 where pixels[index + c] > alpha { pixels[index + c] = alpha }
                 }
-                return Frame(pixels: clamped, duration: frame.duration)
             }
             return Frame(pixels: pixels, duration: frame.duration)
         }
@@ -115,7 +116,8 @@ enum BoxBlur {
         return whole + fraction
     }
 
-    static func gaussian(_ planes: inout [Float], width: Int, height: Int, sigma: Double) {
+    /// Three passes each way, each rounded back to 8 bits (as Pillow does).
+    static func gaussian(_ pixels: inout [UInt8], width: Int, height: Int, sigma: Double) {
         // Past a few times the image's size a wider box changes nothing visible; the
         // bound keeps the integer box radius far from overflow.
         let radius = radius(sigma: min(sigma, Double(max(width, height)) * 4 + 4))
@@ -123,12 +125,12 @@ enum BoxBlur {
         var prefix = [Double](repeating: 0, count: (max(width, height) + 1) * 4)
         for _ in 0..<passes {
             for y in 0..<height {
-                blurLine(&planes, start: y * width * 4, step: 4, count: width, radius, &line, &prefix)
+                blurLine(&pixels, start: y * width * 4, step: 4, count: width, radius, &line, &prefix)
             }
         }
         for _ in 0..<passes {
             for x in 0..<width {
-                blurLine(&planes, start: x * 4, step: width * 4, count: height, radius, &line, &prefix)
+                blurLine(&pixels, start: x * 4, step: width * 4, count: height, radius, &line, &prefix)
             }
         }
     }
@@ -136,14 +138,14 @@ enum BoxBlur {
     /// One pass along a row or column of `count` pixels: each becomes the mean of the
     /// box `radius` either side, the box's end pixels weighted by its fractional part.
     private static func blurLine(
-        _ planes: inout [Float], start: Int, step: Int, count: Int, _ radius: Double, _ line: inout [Float],
+        _ pixels: inout [UInt8], start: Int, step: Int, count: Int, _ radius: Double, _ line: inout [Float],
         _ prefix: inout [Double]
     ) {
         let whole = Int(radius)
         let fraction = radius - Double(whole)
         let scale = 1 / (2 * radius + 1)
         for i in 0..<count {
-            for c in 0..<4 { line[i * 4 + c] = planes[start + i * step + c] }
+            for c in 0..<4 { line[i * 4 + c] = Float(pixels[start + i * step + c]) }
         }
         for c in 0..<4 { prefix[c] = 0 }
         for i in 0..<count {
@@ -164,7 +166,7 @@ enum BoxBlur {
                 if fraction > 0 {
                     total += fraction * (sum(i - whole - 1, i - whole - 1, c) + sum(i + whole + 1, i + whole + 1, c))
                 }
-                planes[start + i * step + c] = Float(total * scale)
+                pixels[start + i * step + c] = UInt8(max(0, min(255, (total * scale).rounded())))
             }
         }
     }

@@ -200,9 +200,10 @@ extension RasterImage {
             pixels.withUnsafeMutableBufferPointer { out in
                 mark.frames[0].pixels.withUnsafeBufferPointer { source in
                     for place in places {
-                        let rows = max(0, place.y)..<min(height, place.y + mark.height)
-                        let columns = max(0, place.x)..<min(width, place.x + mark.width)
-                        guard !rows.isEmpty, !columns.isEmpty else { continue }
+                        let (top, bottom) = (max(0, place.y), min(height, place.y + mark.height))
+                        let (left, right) = (max(0, place.x), min(width, place.x + mark.width))
+                        guard top < bottom, left < right else { continue }
+                        let (rows, columns) = (top..<bottom, left..<right)
                         for y in rows {
                             for x in columns {
                                 let s = source.baseAddress! + (y - place.y) * markStride + (x - place.x) * 4
