@@ -152,13 +152,73 @@ struct ServeCommandTests {
                     #expect(answer.header("Content-Type") == "image/\(format.rawValue)", "\(path)")
                     #expect(try decoded(answer).format == format)
                 }
-                for bad in ["rs:wrong:10:10", "w:-1", "q:101", "nope:1", "dpr:9", "g:up", "f:gif", "w:10:20"] {
+                for bad in ["rs:wrong:10:10", "w:-1", "q:101", "nope:1", "dpr:9", "g:up", "f:tiff", "w:10:20"] {
                     let answer = try await server.get("/insecure/\(bad)\(photo)")
                     #expect(answer.status == 400 && answer.header("Cache-Control") == "no-store", "\(bad)")
                 }
-                #expect(try await server.get("/insecure/w:2001\(photo)").status == 400)
+                // Past --max-result-size: scaled down to it, as imgproxy.
+                let large = try decoded(try await server.get("/insecure/w:2001/el:1\(photo)"))
+                #expect(large.width == 2000 && large.height == 1500)
             }
         }
+    }
+
+    @Test("IMGPROXY_* variables configure serve; options win over them; /metrics on its own address")
+    func imgproxyEnvironment() async throws {
+        try await Command.withTemporaryDirectory { directory in
+            for name in ["jpeg-800x600.jpg", "gif-animation.gif"] {
+                try FileManager.default.copyItem(
+                    atPath: Self.images + "/" + name, toPath: directory.appendingPathComponent(name).path)
+            }
+            let environment = [
+                "IMGPROXY_KEY": Self.key, "IMGPROXY_SALT": Self.salt, "IMGPROXY_SIGNATURE_SIZE": "16",
+                "IMGPROXY_LOCAL_FILESYSTEM_ROOT": directory.path, "IMGPROXY_PATH_PREFIX": "/img",
+                "IMGPROXY_PRESETS": "default=q:90,tiny=rs:fill:30:20", "IMGPROXY_MAX_RESULT_DIMENSION": "300",
+                "IMGPROXY_ALLOWED_SOURCES": "local:///jpeg*,local:///gif-*", "IMGPROXY_AUTO_WEBP": "false",
+                "IMGPROXY_MAX_ANIMATION_FRAMES": "50", "IMGPROXY_PROMETHEUS_BIND": "127.0.0.1:0",
+                "IMGPROXY_FORMAT_QUALITY": "jpeg=20",
+            ]
+            let server = try await ServedProcess.start([], environment: environment)
+            defer { server.kill() }
+            let signature = try URLSignature(hexPairs: [(Self.key, Self.salt)], size: 16)
+            func get(_ path: String, accept: String? = nil) async throws -> ServedProcess.Answer {
+                try await server.get("/img/" + signature.sign(path) + path, headers: accept.map { [("Accept", $0)] } ?? [])
+            }
+            // A preset, under the prefix, signed with 16 bytes.
+            let tiny = try await get("/pr:tiny/plain/local:///jpeg-800x600.jpg", accept: "image/webp,*/*")
+            #expect(tiny.status == 200, "\(tiny.text)")
+            let tinyImage = try decoded(tiny)
+            // IMGPROXY_AUTO_WEBP=false: JPEG although Accept lists WebP.
+            #expect(tinyImage.width == 30 && tinyImage.height == 20 && tinyImage.format == .jpeg)
+            // IMGPROXY_MAX_RESULT_DIMENSION scales down; the default preset's q:90 beats IMGPROXY_FORMAT_QUALITY.
+            let capped = try await get("/w:600/el:1/plain/local:///jpeg-800x600.jpg")
+            #expect(try decoded(capped).width == 300)
+            let low = try await get("/w:300/q:20/plain/local:///jpeg-800x600.jpg")
+            #expect(low.body.count * 2 < capped.body.count)
+            // Sources outside IMGPROXY_ALLOWED_SOURCES are refused.
+            try FileManager.default.copyItem(
+                atPath: directory.appendingPathComponent("jpeg-800x600.jpg").path,
+                toPath: directory.appendingPathComponent("other.jpg").path)
+            #expect(try await get("/w:10/plain/local:///other.jpg").status == 403)
+            // IMGPROXY_MAX_ANIMATION_FRAMES: an animated GIF stays animated as WebP.
+            let animated = try await get("/w:20/plain/local:///gif-animation.gif@webp")
+            #expect(try decoded(animated).frames.count > 1)
+            // /metrics on its own address only.
+            let line = try #require(
+                server.printed.range(of: #"metrics on http://127\.0\.0\.1:(\d+)"#, options: .regularExpression))
+            let port = try #require(Int(server.printed[line].split(separator: ":").last!))
+            let metrics = try await ServedProcess.request(port: port, "/metrics")
+            #expect(metrics.status == 200 && metrics.text.contains("imageservice_requests_total"))
+            #expect(try await server.get("/img/metrics").status != 200)
+        }
+        // A value that is not what the variable takes stops the start with a message.
+        let bad = try await Command.run(
+            ["serve", "--allow-unsigned", "--port", "0"], environment: ["IMGPROXY_MAX_SRC_RESOLUTION": "lots"])
+        #expect(bad.status != 0 && (bad.stderr + bad.stdout).contains("IMGPROXY_MAX_SRC_RESOLUTION"))
+        // An option beats its variable: --port 0 although IMGPROXY_BIND names another port.
+        let server = try await ServedProcess.start(["--allow-unsigned"], environment: ["IMGPROXY_BIND": "127.0.0.1:1"])
+        defer { server.kill() }
+        #expect(try await server.get("/health").status == 200)
     }
 
     @Test("HEIC, AVIF and JPEG XL sources: thumbnails upright, POST /info, and AVIF by Accept with --auto-avif")
