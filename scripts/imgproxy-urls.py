@@ -47,6 +47,18 @@ def main():
     # ServeCommandTests.signedURLs (served from Fixtures/images with --local-root)
     print(url("local:///jpeg-800x600.jpg", resizing_type="fill", width=300, height=200, extension="webp"))
     print(url("local:///png-photo-alpha.png", "q:70", resizing_type="auto", width=64, height=64, gravity="sowe"))
+    # ServeCommandTests.clientOptionURLs: every kind of option, as an imgproxy user's builder writes them
+    photo = "local:///jpeg-800x600.jpg"
+    print(url(photo, "c:400:300:nowe", "bg:ffffff", "sh:0.5", resizing_type="fill", width=200, height=150,
+              extension="jpg"))
+    print(url(photo, "pd:10:20", "bg:255:0:0", "bl:1.5", resizing_type="fit", width=160, height=160, extension="png"))
+    print(url(photo, "rot:90", "fl:1:0", "ar:0", "cb:v2", resizing_type="fill", width=90, height=120, gravity="fp:0.3:0.7",
+              extension="webp"))
+    print(url(photo, "ex:1:so", "exar:0", "mw:50", "fq:webp:60:jpeg:70", "mb:20000", resizing_type="fit", width=300,
+              height=300, gravity="ea:10:0.1", extension="webp"))
+    print(url(photo, "t:10:ffffff:1:0", "pix:4", "z:0.5", "dpr:2", "fn:photo", "att:1", "exp:4102444800", width=100))
+    print(url(photo, "wm:0.5:soea:5:5:0.2", "sm:1", "kcr:1", "scp:0", "eth:0", resizing_type="fill-down", width=120,
+              height=80, extension="png"))
 
 
 if __name__ == "__main__":

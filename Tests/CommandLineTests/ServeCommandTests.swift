@@ -91,6 +91,34 @@ struct ServeCommandTests {
         }
     }
 
+    @Test("URLs with every kind of option, made by the imgproxy package from PyPI, are served at the sizes imgproxy gives")
+    func clientOptionURLs() async throws {
+        let watermark = Command.repository.appendingPathComponent("Fixtures/processing/sources/watermark.png").path
+        try await serving([
+            "--key", Self.key, "--salt", Self.salt, "--local-root", Self.images, "--watermark-path", watermark,
+        ]) { server in
+            // scripts/imgproxy-urls.py: crop, background, sharpen; padding, blur; rotate, flip, auto-rotate,
+            // cache buster, focus point; extend with gravity, min-width, format quality, max bytes, gravity
+            // offsets; trim, pixelate, zoom, dpr, file name, attachment, expiry; watermark, metadata, profile.
+            let urls: [(String, Int, Int, ImageFormat)] = [
+                ("/UYlKMGvJMPi4g7RQABeR7le4yCdF_lnhnwsqAdZD1Yw/c:400:300:nowe/bg:ffffff/sh:0.5/g:ce/rs:fill:200:150:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw.jpg", 200, 150, .jpeg),
+                ("/dEtIKmshjdWQE_fSdBBblw1ScP-IIq08OFfnUsGQiK0/pd:10:20/bg:255:0:0/bl:1.5/g:ce/rs:fit:160:160:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw.png", 200, 140, .png),
+                ("/X2i7NJ1x-pOYCyqPn8QUxACoMsPuNpTa4lTR9OZnpnc/rot:90/fl:1:0/ar:0/cb:v2/g:fp:0.3:0.7/rs:fill:90:120:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw.webp", 90, 120, .webp),
+                ("/Liz3ZQQ7FBA4m2_1gQ6H1vSrbtXJEfd6NsXtfq27Xl0/ex:1:so/exar:0/mw:50/fq:webp:60:jpeg:70/mb:20000/g:ea:10:0.1/rs:fit:300:300:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw.webp", 300, 300, .webp),
+                ("/jnJ3M5l_diJVrVVqZ6NHV3scrqqdYwnqdi-FpuVLgmg/t:10:ffffff:1:0/pix:4/z:0.5/dpr:2/fn:photo/att:1/exp:4102444800/g:ce/rs:auto:100:0:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw", 100, 75, .jpeg),
+                ("/rUfEM_YkA7PZliRVpNO9ejb-yC3THoZQZTH7gksduEo/wm:0.5:soea:5:5:0.2/sm:1/kcr:1/scp:0/eth:0/g:ce/rs:fill-down:120:80:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw.png", 120, 80, .png),
+            ]
+            for (path, width, height, format) in urls {
+                let answer = try await server.get(path)
+                #expect(answer.status == 200, "\(path): \(answer.text)")
+                let image = try decoded(answer)
+                #expect(image.width == width && image.height == height && image.format == format, "\(path)")
+            }
+            let named = try await server.get(urls[4].0)
+            #expect(named.header("Content-Disposition") == "attachment; filename=\"photo.jpg\"")
+        }
+    }
+
     @Test("every option changes the result as imgproxy documents it")
     func options() async throws {
         try await Command.withTemporaryDirectory { directory in
