@@ -13,6 +13,10 @@ Dominant colours are computed here too, with numpy's median cut written from the
 library's documented rule, for a few images whose colours are known by construction.
 BlurHash looks at RGB only: for the image with alpha, the reference is given it
 composited over white, as the library documents.
+
+Also the EXIF fixtures of `GET /info` and PhotoMetadata: a JPEG, a PNG and a WebP whose
+EXIF blocks Pillow writes (Make, Model, DateTimeOriginal, LensModel, GPS), and the names
+Pillow's ImageCms reads from the profiles in Fixtures/profiles.
 """
 import argparse
 import json
@@ -23,7 +27,7 @@ import tempfile
 
 import blurhash
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageCms
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "placeholders")
 
@@ -89,9 +93,34 @@ def main():
     flags[:, 60:90, :3] = [20, 40, 180]
     flags[:, 90:, :3] = [250, 250, 250]
     Image.fromarray(flags, "RGBA").save(os.path.join(ROOT, "three-colours.png"))
+    # EXIF: the same fields in each container Pillow writes them to.
+    exif = Image.Exif()
+    exif[0x010F] = "ImageLoader Camera Co."
+    exif[0x0110] = "Model X-1"
+    exif[0x0132] = "2020:01:02 03:04:05"
+    exif_ifd = exif.get_ifd(0x8769)
+    exif_ifd[0x9003] = "2024:05:17 08:15:42"
+    exif_ifd[0xA434] = "24-70mm f/2.8"
+    gps = exif.get_ifd(0x8825)
+    gps[1] = "S"
+    gps[2] = (33.0, 51.0, 54.36)
+    gps[3] = "E"
+    gps[4] = (151.0, 12.0, 36.0)
+    small = Image.fromarray(photo(40, 30, 5))
+    for ext, kind in [("jpg", "JPEG"), ("png", "PNG"), ("webp", "WEBP")]:
+        small.save(os.path.join(ROOT, "exif." + ext), kind, exif=exif.tobytes())
+    expected_exif = {"dateTaken": "2024-05-17T08:15:42", "make": "ImageLoader Camera Co.", "model": "Model X-1",
+                     "lens": "24-70mm f/2.8", "latitude": -(33 + 51 / 60 + 54.36 / 3600),
+                     "longitude": 151 + 12 / 60 + 36 / 3600}
+    profiles = {}
+    folder = os.path.join(os.path.dirname(ROOT), "profiles")
+    for name in sorted(os.listdir(folder)):
+        profiles[name] = ImageCms.getProfileDescription(ImageCms.getOpenProfile(os.path.join(folder, name))).strip()
     with open(os.path.join(ROOT, "vectors.json"), "w") as out:
         json.dump({"vectors": vectors, "dominant": {"image": "three-colours.png",
-                                                    "colours": ["c81e28", "1428b4", "fafafa"]}}, out, indent=1)
+                                                    "colours": ["c81e28", "1428b4", "fafafa"]},
+                   "exif": {"images": ["exif.jpg", "exif.png", "exif.webp"], "fields": expected_exif},
+                   "profiles": profiles}, out, indent=1)
         out.write("\n")
 
 

@@ -21,9 +21,25 @@ struct PlaceholderTests {
         let colours: [String]
     }
 
+    struct ExifFields: Decodable, Sendable {
+        let dateTaken: String
+        let make: String
+        let model: String
+        let lens: String
+        let latitude: Double
+        let longitude: Double
+    }
+
+    struct Exif: Decodable, Sendable {
+        let images: [String]
+        let fields: ExifFields
+    }
+
     struct Vectors: Decodable, Sendable {
         let vectors: [Vector]
         let dominant: Dominant
+        let exif: Exif
+        let profiles: [String: String]
     }
 
     static let folder = Fixtures.root + "/placeholders/"
@@ -67,5 +83,36 @@ struct PlaceholderTests {
         // Landscape bit set, and the same hash as for the reduced image.
         #expect(hash.count >= 5 && hash[4] & 0x80 != 0)
         #expect(hash == large.resized(width: 100, height: 25).thumbHash())
+    }
+
+    @Test("EXIF fields from a JPEG, a PNG and a WebP written by Pillow; none from files without them")
+    func exif() throws {
+        let expected = try #require(Self.loaded).exif
+        for name in expected.images {
+            let bytes = try #require(FileManager.default.contents(atPath: Self.folder + name))
+            let photo = try #require(PhotoMetadata(fileBytes: bytes), "\(name)")
+            #expect(photo.dateTaken == expected.fields.dateTaken, "\(name)")
+            #expect(photo.make == expected.fields.make && photo.model == expected.fields.model, "\(name)")
+            #expect(photo.lens == expected.fields.lens, "\(name)")
+            #expect(abs((photo.latitude ?? 0) - expected.fields.latitude) < 1e-9, "\(name)")
+            #expect(abs((photo.longitude ?? 0) - expected.fields.longitude) < 1e-9, "\(name)")
+        }
+        let plain = try #require(FileManager.default.contents(atPath: Self.folder + "photo-32x24.png"))
+        #expect(PhotoMetadata(fileBytes: plain) == nil)
+        #expect(PhotoMetadata.isoDate("2024:13:01") == nil && PhotoMetadata.isoDate("0000:00:00 00:00:00") == nil)
+        // Truncated and garbled blocks: no trap, no fields.
+        let jpeg = try #require(FileManager.default.contents(atPath: Self.folder + "exif.jpg"))
+        for cut in stride(from: 0, to: min(jpeg.count, 400), by: 7) {
+            _ = PhotoMetadata(fileBytes: jpeg.prefix(cut))
+        }
+    }
+
+    @Test("colour profile names as Pillow's ImageCms reads them")
+    func profileNames() throws {
+        for (file, name) in try #require(Self.loaded).profiles {
+            let bytes = try #require(FileManager.default.contents(atPath: Fixtures.root + "/profiles/" + file))
+            #expect(ICCDescription.name(of: bytes) == name, "\(file)")
+        }
+        #expect(ICCDescription.name(of: [UInt8](repeating: 0, count: 200)) == nil)
     }
 }
