@@ -106,6 +106,21 @@ enum Input {
         }
     }
 
+    /// The file's bytes (at most the decoders' input limit), or a URL's through the loader and its caches.
+    func bytes(loader arguments: LoaderArguments) async throws -> [UInt8] {
+        switch self {
+        case .file(let path):
+            let limit = DecodingLimits().maxInputBytes
+            guard let handle = FileHandle(forReadingAtPath: path) else { throw CommandFailure("cannot read \(path)") }
+            defer { try? handle.close() }
+            let data = try handle.read(upToCount: limit + 1) ?? Data()
+            guard data.count <= limit else { throw CommandFailure("\(path) is larger than \(limit) bytes") }
+            return Array(data)
+        case .url(let url):
+            return try await arguments.withLoader { loader in try await loader.data(for: url).bytes }
+        }
+    }
+
     /// The decoded image: through the loader and its caches for a URL, straight from the file otherwise.
     func image(decoding options: DecodingOptions, loader arguments: LoaderArguments) async throws -> RasterImage {
         switch self {

@@ -180,6 +180,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Serve POST /upload/{options}.")
     var allowUploads = false
 
+    @Flag(help: "Include the GPS position EXIF states in /info answers (off: left out, as personal data).")
+    var infoExifGps = false
+
     @Option(
         help: """
             Serve GET /metrics on this address (host:port) instead of the main one (IMGPROXY_PROMETHEUS_BIND).
@@ -408,6 +411,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.queue = settings.queue
         configuration.resultCacheBytes = resultCacheMB << 20
         configuration.allowsUploads = allowUploads
+        configuration.infoIncludesLocation = infoExifGps
         configuration.jpegQuality = settings.jpegQuality
         configuration.webPQuality = settings.webpQuality
         configuration.avifQuality = settings.avifQuality

@@ -13,7 +13,8 @@ extension ImageService {
     /// | route | answer |
     /// |---|---|
     /// | `GET /{signature}/{options}/{source}` | the processed image (see ``ProcessingURL``) |
-    /// | `POST /info` | the body's format, size, frames, alpha and orientation, as JSON |
+    /// | `POST /info` | the body's ``ImageDescription`` as JSON: format, size, frames, alpha, orientation, colour profile, EXIF fields, dominant colours, BlurHash and ThumbHash |
+    /// | `GET /info/{signature}/{options}/{source}` | the same for a source, signed as image URLs are; `bh:{x}:{y}` sets BlurHash's components |
     /// | `POST /upload/{options}` | the thumbnail of the body (when ``Configuration/allowsUploads``) |
     /// | `HEAD /{signature}/...` | the same status and header fields, without the body |
     /// | `GET /health` | `ok` |
@@ -46,7 +47,12 @@ extension ImageService {
                 body: .init(byteBuffer: ByteBuffer(string: metricsText())))
         }
         group.post("info") { request, context in
-            await self.withBody(request, context) { body in self.info(of: body) }.response
+            await self.withBody(request, context) { body in
+                await self.info(of: body, contentType: request.headers[.contentType])
+            }.response
+        }
+        group.get("info/**") { request, context in
+            await self.info(path: request.uri.path, departure: { await ImageService.departure(context) }).response
         }
         group.post("upload/**") { request, context in
             guard self.configuration.allowsUploads else {
@@ -140,7 +146,8 @@ extension ImageService {
 enum Reply: Sendable {
     case image(ProcessedResult)
     case notModified(ResponseMeta)
-    case json([UInt8])
+    /// JSON; cacheable for `maxAge` seconds when above 0, else `no-store`.
+    case json([UInt8], maxAge: Int = 0)
     case upload([UInt8], contentType: String)
     case failure(ServiceError)
 
@@ -152,9 +159,13 @@ enum Reply: Sendable {
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: result.body))
         case .notModified(let meta):
             return Response(status: .notModified, headers: Reply.headers(meta))
-        case .json(let bytes):
+        case .json(let bytes, let maxAge):
             return Response(
-                status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+                status: .ok,
+                headers: [
+                    .contentType: "application/json",
+                    .cacheControl: maxAge > 0 ? "public, max-age=\(maxAge)" : "no-store",
+                ],
                 body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
         case .upload(let bytes, let contentType):
             return Response(

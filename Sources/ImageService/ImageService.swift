@@ -97,6 +97,9 @@ public final class ImageService: Service, Sendable {
         public var resultCacheBytes = 128 << 20
         /// Serve `POST /upload/{options}`.
         public var allowsUploads = false
+        /// Include the GPS position in `/info` answers (`--info-exif-gps`). Off by default:
+        /// a photo's location is personal data its uploader may not mean to publish.
+        public var infoIncludesLocation = false
         /// How far decoders shrink while loading: `.fastest` (the default) as far as
         /// the result's size allows, as libvips' thumbnail and imgproxy do; the Lanczos-3
         /// step then does the rest. `.quality` keeps twice the result's size for it,
@@ -513,20 +516,66 @@ public final class ImageService: Service, Sendable {
 
     // MARK: Info and uploads
 
-    /// `POST /info`: what the header of the body says, as JSON.
-    func info(of body: [UInt8]) -> Reply {
+    /// `POST /info`: the body's ``ImageDescription``, as JSON, never cached downstream.
+    func info(of body: [UInt8], contentType: String?) async -> Reply {
         do {
-            let info = try decoder.info(.bytes(body), options: headerOptions)
-            let fields: [(String, String)] = [
-                ("format", "\"\(info.format)\""), ("width", String(info.width)), ("height", String(info.height)),
-                ("frames", String(info.frameCount)), ("hasAlpha", String(info.hasAlpha)),
-                ("orientation", String(info.orientation.rawValue)), ("contentType", "\"\(info.contentType)\""),
-            ]
-            let json = "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}\n"
-            return .json(Array(json.utf8))
+            let json = try await describe(
+                body, ProcessingOptions(), limits: effectiveLimits(ProcessingOptions.SecurityLimits()),
+                contentType: contentType)
+            return .json(json)
         } catch {
             return .failure(ServiceError.from(error))
         }
+    }
+
+    /// `GET /info/{signature}/{options}/{source}`: the source's ``ImageDescription`` as
+    /// JSON, signed as image URLs are, cacheable downstream as long as the source is fresh.
+    func info(path: String, departure: @Sendable () async -> ClientDeparture? = { nil }) async -> Reply {
+        do {
+            let prefix = configuration.pathPrefix + "/info"
+            guard path.hasPrefix(prefix) else { throw ServiceError(status: 404, "not found") }
+            var rules = configuration.urlRules
+            rules.forInfo = true
+            let url = try ProcessingURL.parse(
+                String(path.dropFirst(prefix.count)), signature: configuration.signature,
+                allowsUnsigned: configuration.allowsUnsigned, rules: rules)
+            let allowed = try configuration.sources.check(url.source)
+            let limits = effectiveLimits(url.options.security)
+            let (json, freshFor) = try await withTimeout(leavingWith: await departure()) {
+                try await self.admitted(PriorityHandle(.normal)) {
+                    let source = try await self.metrics.timingFetch { try await self.fetch(allowed) }
+                    guard source.bytes.count <= limits.maxSourceBytes else {
+                        throw ServiceError(status: 413, "source larger than \(limits.maxSourceBytes) bytes")
+                    }
+                    let json = try await self.describe(
+                        source.bytes, url.options, limits: limits, contentType: source.contentType)
+                    return (json, source.freshFor ?? TimeInterval(self.configuration.ttl))
+                }
+            }
+            return .json(json, maxAge: Int(min(freshFor, ImageService.maxFreshness)))
+        } catch {
+            var failure = ServiceError.from(error)
+            if failure.status == 404 { failure.maxAge = configuration.notFoundTTL }
+            return .failure(failure)
+        }
+    }
+
+    /// The ``ImageDescription`` of `bytes` as JSON (keys sorted), made on the loader's workers.
+    private func describe(
+        _ bytes: [UInt8], _ options: ProcessingOptions, limits: EffectiveLimits, contentType: String?
+    ) async throws -> [UInt8] {
+        var description = DescriptionOptions()
+        description.limits = loader.configuration.decodingOptions.limits
+        description.limits.maxPixelsPerFrame = min(description.limits.maxPixelsPerFrame, limits.maxSourcePixels)
+        description.includesLocation = configuration.infoIncludesLocation
+        if let size = options.blurHash { description.blurHashComponents = (size.x, size.y) }
+        let settings = description
+        let described = try await loader.processing(bytes, declaredContentType: contentType) { decoder in
+            try decoder.describe(bytes, options: settings)
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(described)) + [10]
     }
 
     /// `POST /upload/{options}`: the thumbnail of the body, never cached downstream.

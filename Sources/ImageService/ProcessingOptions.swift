@@ -254,6 +254,14 @@ public struct ProcessingOptions: Sendable, Hashable {
     public var returnAttachment = false
     /// Limits set by the URL (applied only with `--allow-security-options`).
     public var security = SecurityLimits()
+    /// `/info` only: BlurHash's components across and down (`bh:{x}:{y}`, 1 to 9; 4:3 by default).
+    public var blurHash: BlurHashSize?
+
+    /// BlurHash's components across and down.
+    public struct BlurHashSize: Sendable, Hashable {
+        public var x: Int
+        public var y: Int
+    }
 
     /// The largest width or height a URL may ask for before the service's own limit.
     static let maxSide = 100_000
@@ -454,6 +462,13 @@ extension ProcessingOptions {
                 guard let source = ProcessingOptions.sourceFormat(named: text) else { throw reader.invalid }
                 skipProcessing.insert(source)
             }
+        case "bh", "blurhash":
+            guard rules.forInfo else { throw .unknownOption(name) }
+            try reader.limit(2)
+            let x = try reader.number(reader.required(0), max: 9)
+            let y = try reader.text(1).map { text throws(ProcessingURL.Failure) in try reader.number(text, max: 9) } ?? x
+            guard x >= 1, y >= 1 else { throw reader.invalid }
+            blurHash = BlurHashSize(x: x, y: y)
         case "raw":
             try reader.limit(1)
             raw = try reader.flag(reader.required(0))

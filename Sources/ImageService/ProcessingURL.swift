@@ -99,6 +99,8 @@ public struct ProcessingURL: Sendable, Hashable {
         public var allowsSecurityOptions = false
         /// The time `exp` is compared with.
         public var now: @Sendable () -> Date = { Date() }
+        /// Parsing an `/info` URL: its own options (`bh`) are accepted.
+        var forInfo = false
 
         public init() {}
 

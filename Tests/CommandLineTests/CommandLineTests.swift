@@ -19,6 +19,23 @@ struct CommandLineTests {
         #expect(json["contentType"] as? String == "image/jpeg")
     }
 
+    @Test("info --placeholders adds the profile, EXIF, colours and both hashes; GPS only with --gps")
+    func infoPlaceholders() async throws {
+        let file = Command.fixture("placeholders/exif.jpg")
+        let expected = try ImageDecoder().describe(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
+        let result = try await Command.run(["info", "--placeholders", file])
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect(json["blurhash"] as? String == expected.blurhash && json["thumbhash"] as? String == expected.thumbhash)
+        #expect((json["exif"] as? [String: Any])?["model"] as? String == "Model X-1")
+        #expect((json["exif"] as? [String: Any])?["latitude"] == nil)
+        let located = try await Command.run(["info", "--placeholders", "--gps", file])
+        let exif = try #require(
+            (try JSONSerialization.jsonObject(with: Data(located.stdout.utf8)) as? [String: Any])?["exif"]
+                as? [String: Any])
+        #expect(exif["latitude"] as? Double != nil && exif["longitude"] as? Double != nil)
+    }
+
     @Test("info counts frames and sees transparency")
     func infoAnimation() async throws {
         let result = try await Command.run(["info", Command.fixture("images/gif-animation.gif")])

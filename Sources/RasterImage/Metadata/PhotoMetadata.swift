@@ -11,7 +11,7 @@ import Foundation
 ///     print(photo.dateTaken ?? "-", photo.make ?? "", photo.model ?? "")
 /// }
 /// ```
-public struct PhotoMetadata: Sendable, Hashable {
+public struct PhotoMetadata: Sendable, Hashable, Codable {
     /// `DateTimeOriginal` (else `DateTime`), as ISO 8601 without a zone (`2024-05-01T12:30:00`):
     /// EXIF states no time zone.
     public var dateTaken: String?
