@@ -109,6 +109,13 @@ def main():
     small = Image.fromarray(photo(40, 30, 5))
     for ext, kind in [("jpg", "JPEG"), ("png", "PNG"), ("webp", "WEBP")]:
         small.save(os.path.join(ROOT, "exif." + ext), kind, exif=exif.tobytes())
+    # A photo with a copyright, an artist and an orientation, for what results keep.
+    signed = Image.Exif()
+    signed[0x010F] = "ImageLoader Camera Co."
+    signed[0x0112] = 6
+    signed[0x013B] = "A. Photographer"
+    signed[0x8298] = "(c) 2026 A. Photographer"
+    small.save(os.path.join(ROOT, "exif-copyright.jpg"), "JPEG", exif=signed.tobytes())
     expected_exif = {"dateTaken": "2024-05-17T08:15:42", "make": "ImageLoader Camera Co.", "model": "Model X-1",
                      "lens": "24-70mm f/2.8", "latitude": -(33 + 51 / 60 + 54.36 / 3600),
                      "longitude": 151 + 12 / 60 + 36 / 3600}

@@ -20,6 +20,7 @@ nonisolated let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "disk-entry": fuzzDiskEntry,
     "sniff": fuzzSniff,
     "processing-url": fuzzProcessingURL,
+    "metadata": fuzzMetadata,
     "zlib": fuzzZlib,
 ]
 

@@ -113,9 +113,10 @@ func fuzzSniff(_ bytes: [UInt8]) {
 nonisolated let fuzzSignature = try! URLSignature(hexPairs: [(key: "0123456789abcdef", salt: "fedcba9876543210")])
 
 /// A request path (the first line) and an Accept or If-None-Match value (the second)
-/// through the service's URL parsing, signed and not, and everything the options decide:
-/// the thumbnail's box for sources of extreme sizes, the source policy, the format
-/// negotiation and the entity-tag match.
+/// through the service's URL parsing, signed and not, with presets and security options,
+/// and everything the options decide: the plan of sizes for sources of extreme sizes,
+/// the whole processing of a small image (crops, canvases, filters, the watermark at
+/// every position), the source policy, the format negotiation and the entity-tag match.
 func fuzzProcessingURL(_ bytes: [UInt8]) {
     let text = String(decoding: bytes, as: UTF8.self)
     let lines = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
@@ -131,21 +132,36 @@ func fuzzProcessingURL(_ bytes: [UInt8]) {
     if let slash = path.utf8.dropFirst().firstIndex(of: UInt8(ascii: "/")) {
         let signed = path[slash...]
         let resigned = "/" + fuzzSignature.sign(signed) + signed
-        if let url = try? ProcessingURL.parse(resigned, signature: fuzzSignature, allowsUnsigned: false) {
-            parsed.append(url)
+        for rules in [fuzzRules, fuzzInfoRules, fuzzOnlyPresets] {
+            if let url = try? ProcessingURL.parse(resigned, signature: fuzzSignature, allowsUnsigned: false, rules: rules)
+            {
+                parsed.append(url)
+            }
         }
     }
-    if let options = try? ProcessingURL.parseOptions(Substring(path)) {
+    if let options = try? ProcessingURL.parseOptions(Substring(path), rules: fuzzRules) {
         parsed.append(ProcessingURL(options: options, source: .local(path: "/a.png")))
     }
-    let policy = SourcePolicy(allowedPrefixes: ["https://images.example.com/"], localRoot: entryDirectory)
+    let policy = SourcePolicy(
+        allowedPrefixes: ["https://images.example.com/", "https://*.example.*/a*/"], localRoot: entryDirectory)
     for url in parsed {
         for (width, height) in [(1, 1), (100_000, 1), (1, 100_000), (65_535, 65_535), (3, 7)] {
             for maxSide in [1, 8192, Int.max] {
-                _ = try? url.options.thumbnailOptions(sourceWidth: width, sourceHeight: height, maxResultSide: maxSide)
+                _ = url.options.thumbnailOptions(sourceWidth: width, sourceHeight: height, maxResultSide: maxSide)
+                _ = ProcessingPlan(options: url.options, sourceWidth: width, sourceHeight: height, maxResultSide: maxSide)
             }
         }
+        // The whole processing of a 7x5 image, limited so the fuzzer explores, not allocates.
+        let processor = ImageProcessor(
+            options: url.options, info: fuzzSmallInfo, maxResultSide: 64, shrinkOnLoad: .fastest, limits: fuzzLimits,
+            watermark: fuzzWatermark, frames: .first)
+        if let image = try? processor.image(of: fuzzSmallPNG, decoder: ImageDecoder()) {
+            _ = try? ImageService.encode(image, as: .png(PNGEncoder()), maxBytes: 0)
+        }
         _ = try? policy.check(url.source)
+        _ = url.options.canonical
+        _ = ResponseRules.contentDisposition(
+            filename: url.options.filename, source: path, format: url.format, attachment: url.options.returnAttachment)
         for hasAlpha in [false, true] {
             _ = ResponseRules.format(requested: url.format, accept: header, hasAlpha: hasAlpha)
         }
@@ -154,6 +170,52 @@ func fuzzProcessingURL(_ bytes: [UInt8]) {
     if let address = IPAddress(header) {
         _ = NetworkPolicy.isPublic(address)
         _ = address.description
+    }
+}
+
+nonisolated let fuzzRules: ProcessingURL.Rules = {
+    var rules = ProcessingURL.Rules()
+    rules.allowsSecurityOptions = true
+    try? rules.addPreset("default=q:70")
+    try? rules.addPreset("p=rs:fill:10:10/pr:q")
+    try? rules.addPreset("q=pr:p/bl:1")
+    return rules
+}()
+
+nonisolated let fuzzInfoRules: ProcessingURL.Rules = {
+    var rules = fuzzRules
+    rules.forInfo = true
+    return rules
+}()
+
+nonisolated let fuzzOnlyPresets: ProcessingURL.Rules = {
+    var rules = fuzzRules
+    rules.onlyPresets = true
+    return rules
+}()
+
+/// A 7x5 RGBA PNG with a gradient and some transparency, and its header.
+nonisolated let fuzzSmallPNG: [UInt8] = {
+    var pixels: [UInt8] = []
+    for i in 0..<35 {
+        let alpha: UInt8 = i % 4 == 0 ? 0 : 255
+        pixels += [UInt8(i * 7), UInt8(255 - i * 7), 90, alpha]
+    }
+    return (try? PNGEncoder().encode(RasterImage(width: 7, height: 5, pixels: pixels)!)) ?? []
+}()
+nonisolated let fuzzSmallInfo = try! ImageDecoder().info(.bytes(fuzzSmallPNG))
+nonisolated let fuzzWatermark = WatermarkImage(
+    image: RasterImage(width: 3, height: 2, pixels: [UInt8](repeating: 200, count: 24))!, opacity: 0.7)
+
+/// An image file's EXIF block and an ICC profile, as ``PhotoMetadata`` and
+/// ``ICCDescription`` read them: the first byte says which.
+func fuzzMetadata(_ bytes: [UInt8]) {
+    guard let first = bytes.first else { return }
+    let rest = bytes.dropFirst()
+    switch first % 3 {
+    case 0: _ = PhotoMetadata(fileBytes: rest)
+    case 1: _ = PhotoMetadata(exif: rest)
+    default: _ = ICCDescription.name(of: rest)
     }
 }
 

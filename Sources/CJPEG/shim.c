@@ -281,6 +281,12 @@ static int encode_rows(struct jpeg_compress_struct *cinfo, encoder_state *state,
     if (settings->progressive) jpeg_simple_progression(cinfo);
     cinfo->optimize_coding = settings->optimize ? TRUE : FALSE;
     jpeg_start_compress(cinfo, TRUE);
+    if (settings->exif && settings->exif_length > 0 && settings->exif_length <= 65527) {
+        jpeg_write_m_header(cinfo, JPEG_APP0 + 1, settings->exif_length + 6);
+        static const uint8_t exif_header[6] = { 'E', 'x', 'i', 'f', 0, 0 };
+        for (int i = 0; i < 6; i++) jpeg_write_m_byte(cinfo, exif_header[i]);
+        for (unsigned i = 0; i < settings->exif_length; i++) jpeg_write_m_byte(cinfo, settings->exif[i]);
+    }
     if (settings->icc && settings->icc_length > 0) jpeg_write_icc_profile(cinfo, settings->icc, settings->icc_length);
     while (cinfo->next_scanline < cinfo->image_height) {
         JSAMPROW row = (JSAMPROW)(pixels + (size_t)cinfo->next_scanline * stride);

@@ -391,7 +391,14 @@ public final class ImageService: Service, Sendable {
         _ bytes: [UInt8], _ options: ProcessingOptions, info: ImageInfo, format: ProcessingOptions.Format,
         limits: EffectiveLimits, contentType: String?
     ) async throws -> [UInt8] {
-        let output = outputFormat(format, quality: options.quality(for: format), keepsProfile: !options.stripColorProfile)
+        var output = outputFormat(format, quality: options.quality(for: format), keepsProfile: !options.stripColorProfile)
+        // EXIF kept as the options say: all of it, or only the copyright (the default, as imgproxy's).
+        let kept: PhotoMetadata.Kept? = !options.stripMetadata ? .all : options.keepCopyright ? .copyright : nil
+        if let kept,
+            let block = PhotoMetadata.outputBlock(from: bytes, keeping: kept, upright: options.autoRotate ?? true)
+        {
+            output = output.with(exif: block)
+        }
         let animated =
             limits.maxAnimationFrames > 1 && info.frameCount > 1 && info.frameCount <= limits.maxAnimationFrames
             && Checked.multiply(info.width, info.height).map { $0 <= limits.maxAnimationFramePixels } ?? false
@@ -413,7 +420,7 @@ public final class ImageService: Service, Sendable {
             options: options, info: info, maxResultSide: limits.maxResultSide,
             shrinkOnLoad: configuration.shrinkOnLoad, limits: loaderLimits, watermark: watermark,
             frames: animated ? .all : .first)
-        let maxBytes = options.maxBytes
+        let (maxBytes, encoding) = (options.maxBytes, output)
         let outcome: Result<[UInt8], ServiceError>
         do {
             outcome = try await loader.processing(bytes, declaredContentType: contentType) { decoder in
@@ -421,7 +428,7 @@ public final class ImageService: Service, Sendable {
                 // the loader, which maps them as its own.
                 do {
                     let image = try processor.image(of: bytes, decoder: decoder)
-                    return .success(try ImageService.encode(image, as: output, maxBytes: maxBytes))
+                    return .success(try ImageService.encode(image, as: encoding, maxBytes: maxBytes))
                 } catch let error as ServiceError {
                     return .failure(error)
                 } catch let error as ImageEncodingError {
@@ -516,7 +523,7 @@ public final class ImageService: Service, Sendable {
 
     // MARK: Info and uploads
 
-    /// `POST /info`: the body's ``ImageDescription``, as JSON, never cached downstream.
+    /// `POST /info`: the body's `ImageDescription`, as JSON, never cached downstream.
     func info(of body: [UInt8], contentType: String?) async -> Reply {
         do {
             let json = try await describe(
@@ -528,7 +535,7 @@ public final class ImageService: Service, Sendable {
         }
     }
 
-    /// `GET /info/{signature}/{options}/{source}`: the source's ``ImageDescription`` as
+    /// `GET /info/{signature}/{options}/{source}`: the source's `ImageDescription` as
     /// JSON, signed as image URLs are, cacheable downstream as long as the source is fresh.
     func info(path: String, departure: @Sendable () async -> ClientDeparture? = { nil }) async -> Reply {
         do {
@@ -560,7 +567,7 @@ public final class ImageService: Service, Sendable {
         }
     }
 
-    /// The ``ImageDescription`` of `bytes` as JSON (keys sorted), made on the loader's workers.
+    /// The `ImageDescription` of `bytes` as JSON (keys sorted), made on the loader's workers.
     private func describe(
         _ bytes: [UInt8], _ options: ProcessingOptions, limits: EffectiveLimits, contentType: String?
     ) async throws -> [UInt8] {

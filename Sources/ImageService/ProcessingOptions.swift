@@ -19,7 +19,7 @@ import RasterImage
 /// | `el`, `enlarge` | `1`, `t`, `true`, `0`, `f`, `false` |
 /// | `ex`, `extend` | `{extend}:{gravity}:{x}:{y}`: pads the result to the box |
 /// | `exar`, `extend_ar`, `extend_aspect_ratio` | the same, padding to the box's aspect ratio only |
-/// | `g`, `gravity` | `ce`, `no`, `so`, `ea`, `we`, `noea`, `nowe`, `soea`, `sowe` with `:{x}:{y}` offsets (pixels, or fractions of the image below 1); `sm` (smart, ``RasterImage/attentionRegion(width:height:)``); `fp:{x}:{y}` (focus point, 0 to 1) |
+/// | `g`, `gravity` | `ce`, `no`, `so`, `ea`, `we`, `noea`, `nowe`, `soea`, `sowe` with `:{x}:{y}` offsets (pixels, or fractions of the image below 1); `sm` (smart, `RasterImage.attentionRegion(width:height:)`); `fp:{x}:{y}` (focus point, 0 to 1) |
 /// | `c`, `crop` | `{width}:{height}:{gravity}...`: a part of the source, before resizing (below 1: a fraction) |
 /// | `t`, `trim` | `{threshold}:{color}:{equal_hor}:{equal_ver}` |
 /// | `pd`, `padding` | `{top}:{right}:{bottom}:{left}` in CSS order, scaled by dpr |
@@ -34,7 +34,7 @@ import RasterImage
 /// | `fq`, `format_quality` | `{format}:{quality}` pairs |
 /// | `mb`, `max_bytes` | the most bytes the result may take: lower quality until it fits |
 /// | `f`, `format`, `ext` | `jpg`, `jpeg`, `png`, `webp`, `avif`, `jxl`, `gif` |
-/// | `sm`, `strip_metadata` / `kcr`, `keep_copyright` | accepted; results never carry metadata |
+/// | `sm`, `strip_metadata` / `kcr`, `keep_copyright` | strip EXIF (default), keeping `Copyright` and `Artist` unless `kcr:0`; `sm:0` keeps it all (JPEG, PNG, WebP results) |
 /// | `scp`, `strip_color_profile` | on (the default): convert to sRGB; off: keep the source's ICC profile |
 /// | `eth`, `enforce_thumbnail` | use a HEIF's embedded thumbnail when it is large enough |
 /// | `ph`, `preserve_hdr` | accepted; HDR is always mapped to SDR |
@@ -65,7 +65,7 @@ public struct ProcessingOptions: Sendable, Hashable {
         case northWest = "nowe"
         case southEast = "soea"
         case southWest = "sowe"
-        /// Where the image draws the eye (``RasterImage/attentionRegion(width:height:)``).
+        /// Where the image draws the eye (`RasterImage.attentionRegion(width:height:)`).
         case smart = "sm"
         /// Centred on a point given as fractions of the image (`fp:0.3:0.6`).
         case focusPoint = "fp"
@@ -231,9 +231,12 @@ public struct ProcessingOptions: Sendable, Hashable {
     public var format: Format?
     /// Device pixel ratio: the box is multiplied by it.
     public var dpr = 1.0
-    /// Results never carry EXIF or XMP; `sm:0` and `kcr` are accepted as imgproxy's URLs carry them.
+    /// Leave the source's EXIF out of the result (the default); `false`: keep it (JPEG, PNG
+    /// and WebP results), its orientation set to 1 when the result is turned upright.
     public var stripMetadata = true
-    public var keepCopyright = false
+    /// While stripping, keep the EXIF `Copyright` and `Artist` (default on, as imgproxy's
+    /// `IMGPROXY_KEEP_COPYRIGHT`).
+    public var keepCopyright = true
     /// Convert to sRGB and leave the profile out (the default); `false`: keep the source's profile.
     public var stripColorProfile = true
     /// Use a HEIF's own thumbnail when it is large enough.

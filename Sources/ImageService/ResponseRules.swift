@@ -139,7 +139,7 @@ extension ResponseRules {
         if name.isEmpty {
             let path = URL(string: source)?.path ?? source
             name = path.split(separator: "/").last.map(String.init) ?? "image"
-            if let format, let dot = name.lastIndex(of: "."), dot != name.startIndex { name = String(name[..<dot]) }
+            if format != nil, let dot = name.lastIndex(of: "."), dot != name.startIndex { name = String(name[..<dot]) }
         }
         if name.isEmpty { name = "image" }
         if let format { name += "." + format.fileExtension }

@@ -76,6 +76,8 @@ typedef struct cjpeg_encode_settings {
     int subsampling;    /// chroma: 0 = 4:4:4, 1 = 4:2:2, 2 = 4:2:0
     const uint8_t *icc; /// may be NULL
     unsigned icc_length;
+    const uint8_t *exif; /// a TIFF-structured EXIF block, written as APP1 after "Exif\0\0"; may be NULL
+    unsigned exif_length; /// at most 65527
 } cjpeg_encode_settings;
 
 /// Encodes `height` rows of `stride` bytes, 4 bytes a pixel (RGBA; alpha ignored).

@@ -33,6 +33,9 @@ public struct JPEGEncoder: Sendable, Hashable {
         set { backgroundColor = [newValue.0, newValue.1, newValue.2] }
     }
     private var backgroundColor: [UInt8] = [255, 255, 255]
+    /// An EXIF block (a TIFF structure, as ``PhotoMetadata/outputBlock(from:keeping:upright:)``
+    /// makes one) written as APP1; `nil` (the default): none. At most 65,527 bytes, else left out.
+    public var exif: [UInt8]?
 
     /// A JPEG encoder: quality 1 to 100, baseline or progressive, optimised Huffman
     /// tables, chroma subsampling, the ICC profile embedded unless `includeICCProfile` is false.
@@ -59,17 +62,22 @@ public struct JPEGEncoder: Sendable, Hashable {
         }
         let flat = image.hasAlpha ? image.flattened(onto: backgroundColor) : image
         let icc = includeICCProfile ? flat.iccProfile ?? [] : []
+        let exif = exif.flatMap { $0.count <= 65_527 ? $0 : nil } ?? []
         var message = [CChar](repeating: 0, count: 200)
         var output: UnsafeMutablePointer<UInt8>? = nil
         var size: UInt = 0
         let status = flat.frames[frame].pixels.withUnsafeBufferPointer { pixels in
             icc.withUnsafeBufferPointer { icc in
-                var settings = cjpeg_encode_settings(
-                    quality: Int32(quality), progressive: progressive ? 1 : 0, optimize: optimizeHuffmanTables ? 1 : 0,
-                    subsampling: Int32(chromaSubsampling.rawValue), icc: icc.baseAddress, icc_length: UInt32(icc.count))
-                return cjpeg_encode_rgba(
-                    pixels.baseAddress, UInt32(flat.width), UInt32(flat.height), flat.bytesPerRow, &settings, &output,
-                    &size, &message, message.count)
+                exif.withUnsafeBufferPointer { exif in
+                    var settings = cjpeg_encode_settings(
+                        quality: Int32(quality), progressive: progressive ? 1 : 0,
+                        optimize: optimizeHuffmanTables ? 1 : 0, subsampling: Int32(chromaSubsampling.rawValue),
+                        icc: icc.baseAddress, icc_length: UInt32(icc.count), exif: exif.baseAddress,
+                        exif_length: UInt32(exif.count))
+                    return cjpeg_encode_rgba(
+                        pixels.baseAddress, UInt32(flat.width), UInt32(flat.height), flat.bytesPerRow, &settings,
+                        &output, &size, &message, message.count)
+                }
             }
         }
         guard status == 0, let output else {
@@ -84,7 +92,7 @@ public struct JPEGEncoder: Sendable, Hashable {
             == (
                 b.quality, b.progressive, b.optimizeHuffmanTables, b.chromaSubsampling, b.includeICCProfile,
                 b.backgroundColor
-            )
+            ) && a.exif == b.exif
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -94,6 +102,7 @@ public struct JPEGEncoder: Sendable, Hashable {
         hasher.combine(chromaSubsampling)
         hasher.combine(includeICCProfile)
         hasher.combine(backgroundColor)
+        hasher.combine(exif)
     }
 }
 

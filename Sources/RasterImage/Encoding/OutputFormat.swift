@@ -90,6 +90,24 @@ public enum OutputFormat: Sendable, Hashable {
         }
     }
 
+    /// The same format writing `exif` (a TIFF-structured block) into its files: JPEG,
+    /// PNG and WebP; the other formats are returned as they are.
+    public func with(exif: [UInt8]?) -> OutputFormat {
+        switch self {
+        case .jpeg(var encoder):
+            encoder.exif = exif
+            return .jpeg(encoder)
+        case .png(var encoder):
+            encoder.exif = exif
+            return .png(encoder)
+        case .webp(var encoder):
+            encoder.exif = exif
+            return .webp(encoder)
+        default:
+            return self
+        }
+    }
+
     /// The same format at another quality (formats without one are returned as they are).
     public func with(quality: Int) -> OutputFormat {
         switch self {

@@ -56,6 +56,8 @@ public struct PNGEncoder: Sendable, Hashable {
     public var alwaysIncludeAlpha: Bool
     /// Embed the image's ICC profile (iCCP) when it has one.
     public var includeICCProfile: Bool
+    /// An EXIF block (a TIFF structure) written as an eXIf chunk; `nil` (the default): none.
+    public var exif: [UInt8]?
 
     /// A PNG encoder: zlib level 0 to 9; alpha written only when the image has it unless
     /// `alwaysIncludeAlpha`; the ICC profile embedded unless `includeICCProfile` is false.
@@ -67,6 +69,12 @@ public struct PNGEncoder: Sendable, Hashable {
 
     /// Encodes frame `frame` of `image`; premultiplied images are converted to straight alpha first.
     public func encode(_ image: RasterImage, frame: Int = 0) throws(ImageEncodingError) -> [UInt8] {
+        let png = try encodePixels(image, frame: frame)
+        guard let exif, !exif.isEmpty, exif.count <= 1 << 24 else { return png }
+        return PNGWriter.inserting(chunk: "eXIf", exif, into: png)
+    }
+
+    private func encodePixels(_ image: RasterImage, frame: Int) throws(ImageEncodingError) -> [UInt8] {
         guard (0...9).contains(compressionLevel) else {
             throw ImageEncodingError(
                 .invalidParameter, format: .png, message: "compression level \(compressionLevel) is not in 0...9")

@@ -271,12 +271,32 @@ extension [UInt8] {
     }
 
     /// Appends a chunk: its length, type, data and the CRC of type and data.
-    fileprivate mutating func appendChunk(_ type: String, _ data: [UInt8]) {
+    mutating func appendChunk(_ type: String, _ data: [UInt8]) {
         appendBigEndian(UInt32(data.count))
         let start = count
         append(contentsOf: type.utf8)
         append(contentsOf: data)
         let crc = withUnsafeBufferPointer { libdeflate_crc32(0, $0.baseAddress! + start, $0.count - start) }
         appendBigEndian(crc)
+    }
+}
+
+extension PNGWriter {
+    /// `png` (a file this library wrote) with a chunk of `type` and `data` put before its
+    /// first IDAT, where ancillary chunks such as eXIf belong; `png` as it is when no
+    /// IDAT is found.
+    static func inserting(chunk type: String, _ data: [UInt8], into png: [UInt8]) -> [UInt8] {
+        let cursor = BinaryCursor(png, littleEndian: false)
+        var offset = 8
+        while let length = cursor.uint32(at: offset).map(Int.init), let kind = cursor.uint32(at: offset + 4) {
+            if kind == 0x4944_4154 {  // IDAT
+                var chunk: [UInt8] = []
+                chunk.appendChunk(type, data)
+                return Array(png[..<offset]) + chunk + Array(png[offset...])
+            }
+            guard length <= png.count - offset - 12 else { break }
+            offset += 12 + length
+        }
+        return png
     }
 }

@@ -15,6 +15,8 @@ public struct WebPEncoder: Sendable, Hashable {
     public var method: Int
     /// Embed the image's ICC profile (ICCP chunk) when it has one.
     public var includeICCProfile: Bool
+    /// An EXIF block (a TIFF structure) written as an EXIF chunk; `nil` (the default): none.
+    public var exif: [UInt8]?
 
     /// A WebP encoder: quality 0 to 100, lossy or lossless, `method` 0 (fast) to 6
     /// (small), the ICC profile embedded unless `includeICCProfile` is false.
@@ -72,8 +74,10 @@ public struct WebPEncoder: Sendable, Hashable {
             throw ImageEncodingError(.failed, format: .webp, message: "libwebp: error \(picture.error_code.rawValue)")
         }
         let bitstream = Array(UnsafeBufferPointer(start: memory, count: writer.size))
-        guard includeICCProfile, let icc = straight.iccProfile, !icc.isEmpty else { return bitstream }
-        return try WebPEncoder.addingICCProfile(icc, to: bitstream)
+        let icc = includeICCProfile ? straight.iccProfile ?? [] : []
+        let exif = exif ?? []
+        guard !icc.isEmpty || !exif.isEmpty else { return bitstream }
+        return try WebPEncoder.adding(icc: icc, exif: exif, to: bitstream)
     }
 
     /// Encodes every frame of `image` as an animated WebP (libwebpmux's animation
@@ -142,8 +146,11 @@ public struct WebPEncoder: Sendable, Hashable {
         return Array(UnsafeBufferPointer(start: bytes, count: assembled.size))
     }
 
-    /// Wraps a WebP file with an ICCP chunk (libwebpmux writes the extended header).
-    private static func addingICCProfile(_ icc: [UInt8], to bitstream: [UInt8]) throws(ImageEncodingError) -> [UInt8] {
+    /// Wraps a WebP file with ICCP and EXIF chunks, each when not empty (libwebpmux
+    /// writes the extended header).
+    private static func adding(icc: [UInt8], exif: [UInt8], to bitstream: [UInt8]) throws(ImageEncodingError)
+        -> [UInt8]
+    {
         guard let mux = WebPMuxNew() else {
             throw ImageEncodingError(.failed, format: .webp, message: "libwebpmux: out of memory")
         }
@@ -151,17 +158,21 @@ public struct WebPEncoder: Sendable, Hashable {
         var assembled = WebPData()
         let status = bitstream.withUnsafeBufferPointer { image in
             icc.withUnsafeBufferPointer { profile in
-                var imageData = WebPData(bytes: image.baseAddress, size: image.count)
-                var profileData = WebPData(bytes: profile.baseAddress, size: profile.count)
-                guard WebPMuxSetImage(mux, &imageData, 1) == WEBP_MUX_OK,
-                    WebPMuxSetChunk(mux, "ICCP", &profileData, 1) == WEBP_MUX_OK
-                else { return WEBP_MUX_BAD_DATA }
-                return WebPMuxAssemble(mux, &assembled)
+                exif.withUnsafeBufferPointer { metadata in
+                    var imageData = WebPData(bytes: image.baseAddress, size: image.count)
+                    var profileData = WebPData(bytes: profile.baseAddress, size: profile.count)
+                    var exifData = WebPData(bytes: metadata.baseAddress, size: metadata.count)
+                    guard WebPMuxSetImage(mux, &imageData, 1) == WEBP_MUX_OK,
+                        profile.isEmpty || WebPMuxSetChunk(mux, "ICCP", &profileData, 1) == WEBP_MUX_OK,
+                        metadata.isEmpty || WebPMuxSetChunk(mux, "EXIF", &exifData, 1) == WEBP_MUX_OK
+                    else { return WEBP_MUX_BAD_DATA }
+                    return WebPMuxAssemble(mux, &assembled)
+                }
             }
         }
         defer { WebPDataClear(&assembled) }
         guard status == WEBP_MUX_OK, let bytes = assembled.bytes else {
-            throw ImageEncodingError(.failed, format: .webp, message: "libwebpmux: cannot add the ICC profile")
+            throw ImageEncodingError(.failed, format: .webp, message: "libwebpmux: cannot add the ICC profile or EXIF")
         }
         return Array(UnsafeBufferPointer(start: bytes, count: assembled.size))
     }

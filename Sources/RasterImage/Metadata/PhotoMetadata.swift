@@ -81,6 +81,77 @@ public struct PhotoMetadata: Sendable, Hashable, Codable {
         }
     }
 
+    /// What a result made from a photo keeps of its EXIF.
+    public enum Kept: Sendable, Hashable {
+        /// The whole block.
+        case all
+        /// Only the `Copyright` and `Artist` fields.
+        case copyright
+    }
+
+    /// An EXIF block (a TIFF structure) to write into a result made from `fileBytes`:
+    /// the source's whole block, its `Orientation` set to 1 when `upright` (the result's
+    /// pixels are turned already), or a new block holding only its `Copyright` and
+    /// `Artist`. `nil` when the source has no EXIF (or none of those fields), or the block
+    /// is larger than a JPEG's APP1 can hold (65,527 bytes).
+    ///
+    /// ```swift
+    /// var encoder = JPEGEncoder(quality: 80)
+    /// encoder.exif = PhotoMetadata.outputBlock(from: sourceBytes, keeping: .copyright, upright: true)
+    /// ```
+    public static func outputBlock(from fileBytes: some Collection<UInt8>, keeping: Kept, upright: Bool) -> [UInt8]? {
+        let bytes = Array(fileBytes.prefix(64 << 20))
+        guard let found = exifBlock(in: bytes) else { return nil }
+        var block = Array(found)
+        let prefix: [UInt8] = Array("Exif".utf8) + [0, 0]
+        if block.starts(with: prefix) { block.removeFirst(prefix.count) }
+        guard block.count >= 8 else { return nil }
+        let littleEndian: Bool
+        switch (block[0], block[1]) {
+        case (0x49, 0x49): littleEndian = true
+        case (0x4D, 0x4D): littleEndian = false
+        default: return nil
+        }
+        let tiff = TIFFReader(cursor: BinaryCursor(block, littleEndian: littleEndian))
+        guard tiff.cursor.uint16(at: 2) == 42, let first = tiff.cursor.uint32(at: 4).map(Int.init) else { return nil }
+        let root = tiff.entries(at: first)
+        switch keeping {
+        case .all:
+            guard block.count <= 65_527 else { return nil }
+            if upright, let orientation = root[0x0112], orientation.type == 3, orientation.valueOffset >= 0,
+                orientation.valueOffset + 2 <= block.count
+            {
+                (block[orientation.valueOffset], block[orientation.valueOffset + 1]) = littleEndian ? (1, 0) : (0, 1)
+            }
+            return block
+        case .copyright:
+            let fields = [(UInt16(0x013B), root[0x013B].flatMap(tiff.text)), (0x8298, root[0x8298].flatMap(tiff.text))]
+                .compactMap { tag, text in text.map { (tag, Array($0.utf8) + [0]) } }
+            guard !fields.isEmpty else { return nil }
+            // Big-endian: "MM", 42, the first directory at 8; its entries; no next directory; the texts.
+            var out: [UInt8] = [0x4D, 0x4D, 0, 42, 0, 0, 0, 8]
+            func append16(_ value: Int) { out += [UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
+            func append32(_ value: Int) { append16(value >> 16); append16(value & 0xFFFF) }
+            append16(fields.count)
+            var dataOffset = 8 + 2 + fields.count * 12 + 4
+            var data: [UInt8] = []
+            for (tag, text) in fields {
+                append16(Int(tag))
+                append16(2)
+                append32(text.count)
+                if text.count <= 4 {
+                    out += text + [UInt8](repeating: 0, count: 4 - text.count)
+                } else {
+                    append32(dataOffset)
+                    data += text
+                    dataOffset += text.count
+                }
+            }
+            append32(0)
+            return out + data
+        }
+    }
+
     /// "YYYY:MM:DD HH:MM:SS" as "YYYY-MM-DDTHH:MM:SS"; `nil` for anything else.
     static func isoDate(_ text: String) -> String? {
         let scalars = Array(text.utf8.prefix(19))

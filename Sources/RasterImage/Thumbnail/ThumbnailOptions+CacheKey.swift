@@ -40,14 +40,25 @@ extension OutputFormat {
     public var cacheKey: String {
         switch self {
         case .automatic(let quality): "auto\(quality)"
-        case .png(let e): "png\(e.compressionLevel)\(e.alwaysIncludeAlpha ? "a" : "")\(e.includeICCProfile ? "i" : "")"
+        case .png(let e):
+            "png\(e.compressionLevel)\(e.alwaysIncludeAlpha ? "a" : "")\(e.includeICCProfile ? "i" : "")"
+                + OutputFormat.exifKey(e.exif)
         case .jpeg(let e):
             "jpeg\(e.quality)\(e.progressive ? "p" : "")\(e.optimizeHuffmanTables ? "o" : "")s\(e.chromaSubsampling.rawValue)"
                 + "\(e.includeICCProfile ? "i" : "")bg\(e.background.0).\(e.background.1).\(e.background.2)"
-        case .webp(let e): "webp\(e.quality)\(e.lossless ? "l" : "")m\(e.method)\(e.includeICCProfile ? "i" : "")"
+                + OutputFormat.exifKey(e.exif)
+        case .webp(let e):
+            "webp\(e.quality)\(e.lossless ? "l" : "")m\(e.method)\(e.includeICCProfile ? "i" : "")"
+                + OutputFormat.exifKey(e.exif)
         case .avif(let e): "avif\(e.quality)\(e.lossless ? "l" : "")s\(e.speed)\(e.includeICCProfile ? "i" : "")"
         case .jxl(let e): "jxl\(e.quality)e\(e.effort)\(e.includeICCProfile ? "i" : "")"
         case .gif: "gif"
         }
+    }
+
+    /// The EXIF block's size and CRC32C: the same in every process.
+    private static func exifKey(_ exif: [UInt8]?) -> String {
+        guard let exif else { return "" }
+        return "x\(exif.count).\(String(CRC32C.checksum(exif), radix: 16))"
     }
 }
