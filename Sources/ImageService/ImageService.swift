@@ -399,9 +399,16 @@ public final class ImageService: Service, Sendable {
         {
             output = output.with(exif: block)
         }
+        // Animated when allowed and the frames, all of them at the source's size, fit the
+        // decoding limits; else the first frame, as imgproxy answers past its frame limit.
+        let decodingLimits = loader.configuration.decodingOptions.limits
+        let framePixels = Checked.multiply(info.width, info.height)
         let animated =
             limits.maxAnimationFrames > 1 && info.frameCount > 1 && info.frameCount <= limits.maxAnimationFrames
-            && Checked.multiply(info.width, info.height).map { $0 <= limits.maxAnimationFramePixels } ?? false
+            && framePixels.map { $0 <= limits.maxAnimationFramePixels } ?? false
+            && framePixels.flatMap { Checked.multiply($0, info.frameCount) }.map {
+                $0 <= decodingLimits.maxTotalPixels && $0 <= decodingLimits.maxTotalBytes / 4
+            } ?? false
             && format.keepsAnimation
         // Formats with a smaller limit on a side scale results down to it, as imgproxy's `fixSize`.
         var limits = limits

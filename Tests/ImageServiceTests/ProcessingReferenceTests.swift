@@ -150,6 +150,12 @@ struct ProcessingReferenceTests {
             let (image, _) = try Self.image(await Self.get(service, "/_/w:80/plain/local:///\(source)@png"), "png")
             #expect(image.frames.count == 1)
         }
+        // Four frames of 160x120 are 76,800 pixels: over a smaller budget, the first frame only,
+        // and nothing past the budget is decoded.
+        try await Self.withService({ $0.loader.decodingOptions.limits.maxTotalPixels = 60_000 }) { service in
+            let (image, _) = try Self.image(await Self.get(service, "/_/w:80/plain/local:///\(source)@webp"), "budget")
+            #expect(image.frames.count == 1)
+        }
     }
 }
 
