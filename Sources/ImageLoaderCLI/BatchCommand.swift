@@ -48,7 +48,7 @@ struct BatchCommand: AsyncParsableCommand {
         guard concurrency > 0 else { throw ValidationError("--concurrency must be positive") }
         guard (1...100).contains(quality) else { throw ValidationError("--quality must be between 1 and 100") }
         guard format == "auto" || OutputFormat(fileExtension: format) != nil else {
-            throw ValidationError("--format must be jpg, png, webp, avif, jxl or auto")
+            throw ValidationError("--format must be jpg, png, webp, avif, jxl, gif or auto")
         }
     }
 

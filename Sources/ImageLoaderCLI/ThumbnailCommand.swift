@@ -25,7 +25,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
     @Option(help: "The box's height (instead of --size).")
     var height: Int?
 
-    @Option(name: .shortAndLong, help: "Where to write it: OUT.jpg, OUT.png, OUT.webp, OUT.avif or OUT.jxl.")
+    @Option(name: .shortAndLong, help: "Where to write it: OUT.jpg, OUT.png, OUT.webp, OUT.avif, OUT.jxl or OUT.gif.")
     var output: String
 
     @Flag(help: "Cover the box and crop the overflow, instead of fitting inside it.")
@@ -79,7 +79,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
         }
         if fill && force { throw ValidationError("--fill and --force exclude each other") }
         guard outputFormat != nil else {
-            throw ValidationError("OUT must end in .jpg, .jpeg, .png, .webp, .avif or .jxl")
+            throw ValidationError("OUT must end in .jpg, .jpeg, .png, .webp, .avif, .jxl or .gif")
         }
     }
 

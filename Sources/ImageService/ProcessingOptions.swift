@@ -49,21 +49,33 @@ import RasterImage
 public struct ProcessingOptions: Sendable, Hashable {
     /// How the image meets the box.
     public enum ResizingType: String, Sendable, Hashable, CaseIterable {
+        /// `fit` keeps the whole image inside the box; `fill` covers the box and crops.
         case fit, fill
+        /// `fill`, but a source too small to cover the box is cropped to its aspect ratio.
         case fillDown = "fill-down"
+        /// `force` stretches each side to the box; `auto` is `fill` or `fit` by orientation.
         case force, auto
     }
 
     /// The kinds of placement a gravity names.
     public enum GravityType: String, Sendable, Hashable, CaseIterable {
+        /// The centre.
         case center = "ce"
+        /// The top edge, centred across.
         case north = "no"
+        /// The bottom edge, centred across.
         case south = "so"
+        /// The right edge, centred down.
         case east = "ea"
+        /// The left edge, centred down.
         case west = "we"
+        /// The top right corner.
         case northEast = "noea"
+        /// The top left corner.
         case northWest = "nowe"
+        /// The bottom right corner.
         case southEast = "soea"
+        /// The bottom left corner.
         case southWest = "sowe"
         /// Where the image draws the eye (`RasterImage.attentionRegion(width:height:)`).
         case smart = "sm"
@@ -75,15 +87,20 @@ public struct ProcessingOptions: Sendable, Hashable {
     /// or more (or -1 or less) is in pixels (times dpr, for the result); between -1 and 1,
     /// a fraction of the image; for `fp`, the point's position, 0 to 1.
     public struct Gravity: Sendable, Hashable {
+        /// The kind of placement.
         public var type: GravityType
+        /// Offsets across and down (see above).
         public var x: Double
         public var y: Double
 
+        /// A placement of `type` with offsets.
         public init(_ type: GravityType, x: Double = 0, y: Double = 0) {
             (self.type, self.x, self.y) = (type, x, y)
         }
 
+        /// The centre, no offsets.
         public static let center = Gravity(.center)
+        /// Smart: where the image draws the eye.
         public static let smart = Gravity(.smart)
 
         /// Whether the offsets are both 0 (a plain compass point, or the centre).
@@ -92,6 +109,7 @@ public struct ProcessingOptions: Sendable, Hashable {
 
     /// An output format a URL can name.
     public enum Format: String, Sendable, Hashable, CaseIterable {
+        /// The encoders the service has.
         case jpeg, png, webp, avif, jxl, gif
 
         /// The format by one of imgproxy's names for it, `nil` for others.
@@ -110,15 +128,20 @@ public struct ProcessingOptions: Sendable, Hashable {
 
     /// Padding the result to a box (`extend`) or to its aspect ratio (`extend_aspect_ratio`).
     public struct Extend: Sendable, Hashable {
+        /// Whether to pad.
         public var enabled = false
+        /// Where the image sits on the padded canvas.
         public var gravity = Gravity.center
+        /// No padding, centred.
         public init() {}
     }
 
     /// A part of the source kept before resizing: sides in pixels (1 or more) or
     /// fractions of the source (below 1); 0 keeps the whole side.
     public struct Crop: Sendable, Hashable {
+        /// The part's width: pixels from 1, a fraction of the source below 1, 0 for all.
         public var width: Double
+        /// The part's height, as ``width``.
         public var height: Double
         /// `nil`: the main ``ProcessingOptions/gravity``.
         public var gravity: Gravity?
@@ -130,23 +153,29 @@ public struct ProcessingOptions: Sendable, Hashable {
         public var threshold: Double
         /// The border's colour; `nil`: the top-left pixel's.
         public var color: PixelColor?
+        /// Take as much from the right as from the left (the smaller of the two).
         public var equalHorizontal = false
+        /// Take as much from the bottom as from the top (the smaller of the two).
         public var equalVertical = false
     }
 
     /// Space around the result in CSS order, in pixels before dpr.
     public struct Padding: Sendable, Hashable {
+        /// Pixels above, below, right and left of the result, before dpr.
         public var top = 0
         public var right = 0
         public var bottom = 0
         public var left = 0
+        /// No padding.
         public init() {}
         var isEmpty: Bool { top == 0 && right == 0 && bottom == 0 && left == 0 }
     }
 
     /// Where the watermark goes: a gravity, or tiled over the whole image (`re`).
     public enum WatermarkPosition: Sendable, Hashable {
+        /// Placed by a gravity (not `sm` or `fp`), offsets from that edge.
         case gravity(GravityType)
+        /// Repeated over the whole result (`re`).
         case tiled
     }
 
@@ -154,6 +183,7 @@ public struct ProcessingOptions: Sendable, Hashable {
     public struct Watermark: Sendable, Hashable {
         /// 0 (none) to 1.
         public var opacity: Double
+        /// Where it goes.
         public var position = WatermarkPosition.gravity(.center)
         /// Offsets from the position (for `re`, the space between tiles), in pixels before dpr.
         public var x = 0.0
@@ -174,6 +204,7 @@ public struct ProcessingOptions: Sendable, Hashable {
         public var maxAnimationFramePixels: Int?
         /// `mrd`: the longest side of a result.
         public var maxResultSide: Int?
+        /// No limits of the URL's own.
         public init() {}
     }
 
@@ -189,6 +220,7 @@ public struct ProcessingOptions: Sendable, Hashable {
     public var minHeight = 0
     /// Factors multiplying the result's size after everything else decides it.
     public var zoomWidth = 1.0
+    /// The zoom factor down (``zoomWidth`` across).
     public var zoomHeight = 1.0
     /// Whether a source smaller than the box is enlarged.
     public var enlarge = false
@@ -208,7 +240,9 @@ public struct ProcessingOptions: Sendable, Hashable {
     public var autoRotate: Bool?
     /// Degrees clockwise: 0, 90, 180 or 270.
     public var rotate = 0
+    /// Mirror left to right.
     public var flipHorizontal = false
+    /// Mirror top to bottom.
     public var flipVertical = false
     /// The colour transparency is flattened onto and padding is filled with; `nil`:
     /// transparency kept where the format has it, padding transparent (white in JPEG).
@@ -262,6 +296,7 @@ public struct ProcessingOptions: Sendable, Hashable {
 
     /// BlurHash's components across and down.
     public struct BlurHashSize: Sendable, Hashable {
+        /// Components across and down.
         public var x: Int
         public var y: Int
     }

@@ -119,7 +119,8 @@ struct ImageEncoderTests {
         #expect(try photo.encoded(as: .automatic()).format == .jpeg)
         #expect(try transparent.encoded(as: .automatic()).format == .png)
         #expect(OutputFormat(fileExtension: "WEBP", quality: 70) == .webp(WebPEncoder(quality: 70)))
-        #expect(OutputFormat(fileExtension: "gif") == nil)
+        #expect(OutputFormat(fileExtension: "gif") == .gif(GIFEncoder()))
+        #expect(OutputFormat(fileExtension: "bmp") == nil)
     }
 
     @Test(

@@ -17,6 +17,7 @@ public struct GIFEncoder: Sendable, Hashable {
     /// GIF's limit on a side.
     static let maxSide = 65_535
 
+    /// The encoder; it has no settings.
     public init() {}
 
     /// Encodes frame `frame` of `image` as a still GIF.

@@ -3,8 +3,8 @@ import Foundation
 /// The EXIF fields a page shows about a photo: when it was taken, with what, and where.
 /// Read from the EXIF block of a JPEG (APP1), PNG (`eXIf`), WebP (`EXIF`) or TIFF
 /// (the file itself), without trusting any offset or count in it: every read is
-/// bounds-checked, at most ``maxEntries`` entries are looked at per directory, and text
-/// is cut at ``maxText`` bytes.
+/// bounds-checked, at most 512 entries are looked at per directory, and text
+/// is cut at 256 bytes.
 ///
 /// ```swift
 /// if let photo = PhotoMetadata(fileBytes: bytes) {
@@ -27,6 +27,7 @@ public struct PhotoMetadata: Sendable, Hashable, Codable {
     static let maxEntries = 512
     static let maxText = 256
 
+    /// No fields.
     public init() {}
 
     /// Whether no field was found.

@@ -11,11 +11,14 @@ import Foundation
 /// description.dominantColors    // ["#2b4a7c", "#e8d5b0", ...]
 /// ```
 public struct ImageDescription: Sendable, Hashable, Encodable {
+    /// The format's name (`jpeg`, `png`, `heif`...).
     public let format: String
+    /// Its media type.
     public let contentType: String
     /// The stored size (before ``orientation``), as the header says.
     public let width: Int
     public let height: Int
+    /// Frames (1 for a still image) and whether any pixel is not opaque.
     public let frames: Int
     public let hasAlpha: Bool
     /// The EXIF orientation value, 1 to 8.
@@ -46,6 +49,7 @@ public struct DescriptionOptions: Sendable, Hashable {
     /// personal data its uploader may not mean to publish.
     public var includesLocation = false
 
+    /// BlurHash 4x3, five colours, no location.
     public init() {}
 
     public static func == (a: DescriptionOptions, b: DescriptionOptions) -> Bool {

@@ -5,6 +5,7 @@
 /// let clear = PixelColor.transparent
 /// ```
 public struct PixelColor: Sendable, Hashable, CustomStringConvertible {
+    /// The channels, 0 to 255; alpha 255 is opaque.
     public var red: UInt8
     public var green: UInt8
     public var blue: UInt8
@@ -34,8 +35,11 @@ public struct PixelColor: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Opaque white.
     public static let white = PixelColor(red: 255, green: 255, blue: 255)
+    /// Opaque black.
     public static let black = PixelColor(red: 0, green: 0, blue: 0)
+    /// Fully transparent.
     public static let transparent = PixelColor(red: 0, green: 0, blue: 0, alpha: 0)
 
     /// `rrggbb`, with `aa` after it when not opaque.
@@ -47,15 +51,18 @@ public struct PixelColor: Sendable, Hashable, CustomStringConvertible {
 
 /// A rectangle of an image's pixels.
 public struct PixelRegion: Sendable, Hashable, CustomStringConvertible {
+    /// The top-left corner and the size, in pixels.
     public var x: Int
     public var y: Int
     public var width: Int
     public var height: Int
 
+    /// A region at (`x`, `y`) of `width` x `height`.
     public init(x: Int, y: Int, width: Int, height: Int) {
         (self.x, self.y, self.width, self.height) = (x, y, width, height)
     }
 
+    /// `WxH+X+Y`, as ImageMagick writes geometry.
     public var description: String { "\(width)x\(height)+\(x)+\(y)" }
 }
 
@@ -175,8 +182,10 @@ extension RasterImage {
 
 /// A position in an image's pixels; may lie outside it.
 public struct PixelPoint: Sendable, Hashable {
+    /// The position across and down.
     public var x: Int
     public var y: Int
+    /// A point at (`x`, `y`).
     public init(x: Int, y: Int) { (self.x, self.y) = (x, y) }
 }
 
