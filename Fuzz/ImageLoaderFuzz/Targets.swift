@@ -133,7 +133,8 @@ func fuzzProcessingURL(_ bytes: [UInt8]) {
         let signed = path[slash...]
         let resigned = "/" + fuzzSignature.sign(signed) + signed
         for rules in [fuzzRules, fuzzInfoRules, fuzzOnlyPresets] {
-            if let url = try? ProcessingURL.parse(resigned, signature: fuzzSignature, allowsUnsigned: false, rules: rules)
+            if let url = try? ProcessingURL.parse(
+                resigned, signature: fuzzSignature, allowsUnsigned: false, rules: rules)
             {
                 parsed.append(url)
             }
@@ -148,7 +149,8 @@ func fuzzProcessingURL(_ bytes: [UInt8]) {
         for (width, height) in [(1, 1), (100_000, 1), (1, 100_000), (65_535, 65_535), (3, 7)] {
             for maxSide in [1, 8192, Int.max] {
                 _ = url.options.thumbnailOptions(sourceWidth: width, sourceHeight: height, maxResultSide: maxSide)
-                _ = ProcessingPlan(options: url.options, sourceWidth: width, sourceHeight: height, maxResultSide: maxSide)
+                _ = ProcessingPlan(
+                    options: url.options, sourceWidth: width, sourceHeight: height, maxResultSide: maxSide)
             }
         }
         // The whole processing of a 7x5 image, limited so the fuzzer explores, not allocates.

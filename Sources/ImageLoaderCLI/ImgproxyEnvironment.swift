@@ -1,5 +1,5 @@
-import Foundation
 import ArgumentParser
+import Foundation
 
 /// imgproxy's `IMGPROXY_*` variables, read with the checks each kind of value needs:
 /// `serve` takes each of its settings from its option, else from the variable.

@@ -63,7 +63,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The largest source, in pixels (IMGPROXY_MAX_SRC_RESOLUTION, in megapixels) [default: 50000000].")
     var maxSrcPixels: Int?
 
-    @Option(help: "The longest side of a result; larger results are scaled down (IMGPROXY_MAX_RESULT_DIMENSION) [default: 8192].")
+    @Option(
+        help:
+            "The longest side of a result; larger results are scaled down (IMGPROXY_MAX_RESULT_DIMENSION) [default: 8192]."
+    )
     var maxResultSize: Int?
 
     @Option(
@@ -80,7 +83,9 @@ struct ServeCommand: AsyncParsableCommand {
             """)
     var maxAnimationFramePixels: Int?
 
-    @Option(help: "Seconds a request may take, queueing, fetching and processing included (IMGPROXY_TIMEOUT) [default: 10].")
+    @Option(
+        help: "Seconds a request may take, queueing, fetching and processing included (IMGPROXY_TIMEOUT) [default: 10]."
+    )
     var timeout: Double?
 
     @Option(help: "Seconds of max-age when the source states no freshness (IMGPROXY_TTL) [default: 3600].")
@@ -129,13 +134,15 @@ struct ServeCommand: AsyncParsableCommand {
     var avifQuality: Int?
 
     @Option(
-        help: "The quality of JPEG XL results when the URL names none, 100 lossless (IMGPROXY_FORMAT_QUALITY jxl=) [default: 75]."
+        help:
+            "The quality of JPEG XL results when the URL names none, 100 lossless (IMGPROXY_FORMAT_QUALITY jxl=) [default: 75]."
     )
     var jxlQuality: Int?
 
     @Flag(
         inversion: .prefixedNo,
-        help: "Answer WebP when the URL names no format and Accept lists image/webp (IMGPROXY_AUTO_WEBP) [default: on].")
+        help: "Answer WebP when the URL names no format and Accept lists image/webp (IMGPROXY_AUTO_WEBP) [default: on]."
+    )
     var autoWebp: Bool?
 
     @Flag(
@@ -233,16 +240,20 @@ struct ServeCommand: AsyncParsableCommand {
         }
         settings.localRoot = localRoot ?? environment.text("IMGPROXY_LOCAL_FILESYSTEM_ROOT")
         settings.allowSource = allowSource.isEmpty ? environment.list("IMGPROXY_ALLOWED_SOURCES") : allowSource
-        settings.maxSrcBytes = try maxSrcBytes ?? environment.integer("IMGPROXY_MAX_SRC_FILE_SIZE").flatMap {
-            $0 == 0 ? nil : $0
-        } ?? (64 << 20)
+        settings.maxSrcBytes =
+            try maxSrcBytes ?? environment.integer("IMGPROXY_MAX_SRC_FILE_SIZE").flatMap {
+                $0 == 0 ? nil : $0
+            } ?? (64 << 20)
         settings.maxSrcPixels = try maxSrcPixels ?? environment.megapixels("IMGPROXY_MAX_SRC_RESOLUTION") ?? 50_000_000
-        settings.maxResultSize = try maxResultSize ?? environment.integer("IMGPROXY_MAX_RESULT_DIMENSION").flatMap {
-            $0 == 0 ? nil : $0
-        } ?? 8192
-        settings.maxAnimationFrames = try maxAnimationFrames ?? environment.integer("IMGPROXY_MAX_ANIMATION_FRAMES") ?? 1
+        settings.maxResultSize =
+            try maxResultSize ?? environment.integer("IMGPROXY_MAX_RESULT_DIMENSION").flatMap {
+                $0 == 0 ? nil : $0
+            } ?? 8192
+        settings.maxAnimationFrames =
+            try maxAnimationFrames ?? environment.integer("IMGPROXY_MAX_ANIMATION_FRAMES") ?? 1
         settings.maxAnimationFramePixels =
-            try maxAnimationFramePixels ?? environment.megapixels("IMGPROXY_MAX_ANIMATION_FRAME_RESOLUTION").flatMap {
+            try maxAnimationFramePixels
+            ?? environment.megapixels("IMGPROXY_MAX_ANIMATION_FRAME_RESOLUTION").flatMap {
                 $0 == 0 ? nil : $0
             }
         for (name, value) in [
@@ -261,14 +272,18 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--idle-timeout must be between 0 and 3600")
         }
         settings.ttl = try ttl ?? environment.integer("IMGPROXY_TTL") ?? 3600
-        settings.maxConnections = try maxConnections ?? environment.integer("IMGPROXY_MAX_CLIENTS").flatMap {
-            $0 == 0 ? nil : $0
-        }
+        settings.maxConnections =
+            try maxConnections
+            ?? environment.integer("IMGPROXY_MAX_CLIENTS").flatMap {
+                $0 == 0 ? nil : $0
+            }
         if let connections = settings.maxConnections, connections < 1 {
             throw ValidationError("--max-connections must be 1 or more")
         }
-        settings.workers = try workers ?? environment.integer("IMGPROXY_WORKERS") ?? environment.integer(
-            "IMGPROXY_CONCURRENCY")
+        settings.workers =
+            try workers ?? environment.integer("IMGPROXY_WORKERS")
+            ?? environment.integer(
+                "IMGPROXY_CONCURRENCY")
         if let workers = settings.workers, workers < 1 { throw ValidationError("--workers must be 1 or more") }
         settings.queue = try queue ?? environment.integer("IMGPROXY_REQUESTS_QUEUE_SIZE").flatMap { $0 == 0 ? nil : $0 }
         if let fetchesAhead, fetchesAhead < 0 { throw ValidationError("--fetches-ahead must be 0 or more") }
@@ -285,9 +300,10 @@ struct ServeCommand: AsyncParsableCommand {
         settings.webpQuality = webpQuality ?? perFormat["webp"] ?? common ?? 75
         settings.avifQuality = avifQuality ?? perFormat["avif"] ?? common ?? 60
         settings.jxlQuality = jxlQuality ?? perFormat["jxl"] ?? common ?? 75
-        guard [settings.jpegQuality, settings.webpQuality, settings.avifQuality, settings.jxlQuality].allSatisfy({
-            (1...100).contains($0)
-        }), (0...9).contains(pngCompression)
+        guard
+            [settings.jpegQuality, settings.webpQuality, settings.avifQuality, settings.jxlQuality].allSatisfy({
+                (1...100).contains($0)
+            }), (0...9).contains(pngCompression)
         else {
             throw ValidationError("qualities are 1 to 100, --png-compression 0 to 9")
         }
@@ -297,14 +313,16 @@ struct ServeCommand: AsyncParsableCommand {
         let separator = environment.text("IMGPROXY_PRESETS_SEPARATOR") ?? ","
         settings.presets = preset.isEmpty ? environment.list("IMGPROXY_PRESETS", separator: separator) : preset
         settings.onlyPresets = try onlyPresets || environment.flag("IMGPROXY_ONLY_PRESETS") == true
-        settings.allowSecurityOptions = try allowSecurityOptions
+        settings.allowSecurityOptions =
+            try allowSecurityOptions
             || environment.flag("IMGPROXY_ALLOW_SECURITY_OPTIONS") == true
         settings.watermarkPath = watermarkPath ?? environment.text("IMGPROXY_WATERMARK_PATH")
         settings.watermarkOpacity = try watermarkOpacity ?? environment.decimal("IMGPROXY_WATERMARK_OPACITY") ?? 1
         guard (0...1).contains(settings.watermarkOpacity) else {
             throw ValidationError("--watermark-opacity is 0 to 1")
         }
-        settings.metricsBind = try (metricsBind.map { try ImgproxyEnvironment.parseBind($0, name: "--metrics-bind") })
+        settings.metricsBind =
+            try (metricsBind.map { try ImgproxyEnvironment.parseBind($0, name: "--metrics-bind") })
             ?? environment.bind("IMGPROXY_PROMETHEUS_BIND")
         if let bind = settings.metricsBind, bind.host == settings.host, bind.port == settings.port, bind.port != 0 {
             throw ValidationError("--metrics-bind must differ from the main address")
@@ -433,7 +451,8 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.urlRules = rules
         if let path = settings.watermarkPath {
             do {
-                configuration.watermark = try ImageDecoder().decode(.file(path: path), options: DecodingOptions(frames: .first))
+                configuration.watermark = try ImageDecoder().decode(
+                    .file(path: path), options: DecodingOptions(frames: .first))
             } catch {
                 throw CommandFailure("cannot read the watermark \(path): \(error)")
             }

@@ -69,7 +69,8 @@ struct ImageProcessor: Sendable {
             let scaleY = Double(image.height) / Double(plan.sourceHeight)
             let width = plan.cropWidth == 0 ? image.width : max(1, ProcessingPlan.scale(plan.cropWidth, scaleX))
             let height = plan.cropHeight == 0 ? image.height : max(1, ProcessingPlan.scale(plan.cropHeight, scaleY))
-            image = Self.crop(image, width: width, height: height, gravity: crop.gravity ?? options.gravity, dpr: scaleX)
+            image = Self.crop(
+                image, width: width, height: height, gravity: crop.gravity ?? options.gravity, dpr: scaleX)
         }
         if (image.width, image.height) != (plan.scaledWidth, plan.scaledHeight) {
             image = image.resized(width: plan.scaledWidth, height: plan.scaledHeight)

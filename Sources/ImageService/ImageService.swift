@@ -361,7 +361,8 @@ public final class ImageService: Service, Sendable {
         let bytes: [UInt8]
         if let format {
             bytes = try await metrics.timingProcessing {
-                try await process(source.bytes, url.options, info: info, format: format, limits: limits,
+                try await process(
+                    source.bytes, url.options, info: info, format: format, limits: limits,
                     contentType: source.contentType)
             }
         } else {
@@ -391,7 +392,8 @@ public final class ImageService: Service, Sendable {
         _ bytes: [UInt8], _ options: ProcessingOptions, info: ImageInfo, format: ProcessingOptions.Format,
         limits: EffectiveLimits, contentType: String?
     ) async throws -> [UInt8] {
-        var output = outputFormat(format, quality: options.quality(for: format), keepsProfile: !options.stripColorProfile)
+        var output = outputFormat(
+            format, quality: options.quality(for: format), keepsProfile: !options.stripColorProfile)
         // EXIF kept as the options say: all of it, or only the copyright (the default, as imgproxy's).
         let kept: PhotoMetadata.Kept? = !options.stripMetadata ? .all : options.keepCopyright ? .copyright : nil
         if let kept,
@@ -475,7 +477,8 @@ public final class ImageService: Service, Sendable {
     func outputFormat(_ format: ProcessingOptions.Format, quality: Int?, keepsProfile: Bool = false) -> OutputFormat {
         switch format {
         case .jpeg: .jpeg(JPEGEncoder(quality: quality ?? configuration.jpegQuality, includeICCProfile: keepsProfile))
-        case .png: .png(PNGEncoder(compressionLevel: configuration.pngCompressionLevel, includeICCProfile: keepsProfile))
+        case .png:
+            .png(PNGEncoder(compressionLevel: configuration.pngCompressionLevel, includeICCProfile: keepsProfile))
         case .webp: .webp(WebPEncoder(quality: quality ?? configuration.webPQuality, includeICCProfile: keepsProfile))
         case .avif: .avif(AVIFEncoder(quality: quality ?? configuration.avifQuality, includeICCProfile: keepsProfile))
         case .jxl: .jxl(JXLEncoder(quality: quality ?? configuration.jxlQuality, includeICCProfile: keepsProfile))

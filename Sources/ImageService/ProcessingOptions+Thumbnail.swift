@@ -5,7 +5,7 @@ extension ProcessingOptions {
     /// `sourceWidth` x `sourceHeight`, when they ask for a resize with at most a plain
     /// compass crop (the common case, made in one pass: the decoder shrinks while
     /// loading and the resampler computes only the kept part). Sizes are imgproxy's
-    /// (`processing/prepare.go`, ``ProcessingPlan``):
+    /// (`processing/prepare.go`):
     /// - `fit` keeps the aspect ratio inside the box, `fill` covers the box and crops by
     ///   the gravity, `force` scales each side to the box on its own, `fill-down` is `fill`
     ///   whose crop keeps the box's aspect ratio when the source is too small to cover it,

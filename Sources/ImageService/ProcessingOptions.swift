@@ -361,9 +361,10 @@ extension ProcessingOptions {
         case "z", "zoom":
             try reader.limit(2)
             zoomWidth = try reader.decimal(reader.required(0), above: 0, max: 100)
-            zoomHeight = try reader.text(1).map { text throws(ProcessingURL.Failure) in
-                try reader.decimal(text, above: 0, max: 100)
-            } ?? zoomWidth
+            zoomHeight =
+                try reader.text(1).map { text throws(ProcessingURL.Failure) in
+                    try reader.decimal(text, above: 0, max: 100)
+                } ?? zoomWidth
         case "dpr":
             try reader.limit(1)
             dpr = try reader.decimal(reader.required(0), atLeast: 0.1, max: 8)
@@ -382,9 +383,10 @@ extension ProcessingOptions {
         case "c", "crop":
             try reader.limit(5)
             let cropWidth = try reader.decimal(reader.required(0), atLeast: 0, max: Double(Self.maxSide))
-            let cropHeight = try reader.text(1).map { text throws(ProcessingURL.Failure) in
-                try reader.decimal(text, atLeast: 0, max: Double(Self.maxSide))
-            } ?? 0
+            let cropHeight =
+                try reader.text(1).map { text throws(ProcessingURL.Failure) in
+                    try reader.decimal(text, atLeast: 0, max: Double(Self.maxSide))
+                } ?? 0
             let cropGravity =
                 arguments.count > 2 ? try reader.gravity(from: 2, allowed: GravityType.allCases) : nil
             crop = Crop(width: cropWidth, height: cropHeight, gravity: cropGravity)
@@ -403,11 +405,14 @@ extension ProcessingOptions {
             try reader.limit(4)
             var value = Padding()
             value.top = try reader.text(0).map { text throws(ProcessingURL.Failure) in try reader.pixels(text) } ?? 0
-            value.right = try reader.text(1).map { text throws(ProcessingURL.Failure) in try reader.pixels(text) }
+            value.right =
+                try reader.text(1).map { text throws(ProcessingURL.Failure) in try reader.pixels(text) }
                 ?? value.top
-            value.bottom = try reader.text(2).map { text throws(ProcessingURL.Failure) in try reader.pixels(text) }
+            value.bottom =
+                try reader.text(2).map { text throws(ProcessingURL.Failure) in try reader.pixels(text) }
                 ?? value.top
-            value.left = try reader.text(3).map { text throws(ProcessingURL.Failure) in try reader.pixels(text) }
+            value.left =
+                try reader.text(3).map { text throws(ProcessingURL.Failure) in try reader.pixels(text) }
                 ?? value.right
             padding = value
         case "ar", "auto_rotate":
@@ -455,8 +460,12 @@ extension ProcessingOptions {
                     value.position = .gravity(type)
                 }
             }
-            if let x = reader.text(2) { value.x = try reader.decimal(x, atLeast: -Double(Self.maxSide), max: Double(Self.maxSide)) }
-            if let y = reader.text(3) { value.y = try reader.decimal(y, atLeast: -Double(Self.maxSide), max: Double(Self.maxSide)) }
+            if let x = reader.text(2) {
+                value.x = try reader.decimal(x, atLeast: -Double(Self.maxSide), max: Double(Self.maxSide))
+            }
+            if let y = reader.text(3) {
+                value.y = try reader.decimal(y, atLeast: -Double(Self.maxSide), max: Double(Self.maxSide))
+            }
             if let scale = reader.text(4) { value.scale = try reader.decimal(scale, atLeast: 0, max: 1) }
             watermark = value.opacity > 0 ? value : nil
         case "q", "quality":
@@ -504,7 +513,8 @@ extension ProcessingOptions {
             guard rules.forInfo else { throw .unknownOption(name) }
             try reader.limit(2)
             let x = try reader.number(reader.required(0), max: 9)
-            let y = try reader.text(1).map { text throws(ProcessingURL.Failure) in try reader.number(text, max: 9) } ?? x
+            let y =
+                try reader.text(1).map { text throws(ProcessingURL.Failure) in try reader.number(text, max: 9) } ?? x
             guard x >= 1, y >= 1 else { throw reader.invalid }
             blurHash = BlurHashSize(x: x, y: y)
         case "raw":
@@ -680,12 +690,14 @@ private struct ArgumentReader {
         default:
             guard count <= 3 else { throw invalid }
             let limit = Double(ProcessingOptions.maxSide)
-            let x = try text(start + 1).map { text throws(ProcessingURL.Failure) in
-                try decimal(text, atLeast: -limit, max: limit)
-            } ?? 0
-            let y = try text(start + 2).map { text throws(ProcessingURL.Failure) in
-                try decimal(text, atLeast: -limit, max: limit)
-            } ?? 0
+            let x =
+                try text(start + 1).map { text throws(ProcessingURL.Failure) in
+                    try decimal(text, atLeast: -limit, max: limit)
+                } ?? 0
+            let y =
+                try text(start + 2).map { text throws(ProcessingURL.Failure) in
+                    try decimal(text, atLeast: -limit, max: limit)
+                } ?? 0
             return ProcessingOptions.Gravity(type, x: x, y: y)
         }
     }

@@ -38,7 +38,9 @@ struct ProcessingPlan: Sendable, Hashable {
             cropWidth = Self.cropSide(self.sourceWidth, crop.width)
             cropHeight = Self.cropSide(self.sourceHeight, crop.height)
         }
-        let toScale = (width: minNonZero(cropWidth, self.sourceWidth), height: minNonZero(cropHeight, self.sourceHeight))
+        let toScale = (
+            width: minNonZero(cropWidth, self.sourceWidth), height: minNonZero(cropHeight, self.sourceHeight)
+        )
         calculateScale(options, toScale)
         calculateSizes(options, toScale)
         limitScale(options, toScale, maxResultSide: max(1, maxResultSide))

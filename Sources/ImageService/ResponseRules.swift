@@ -183,20 +183,30 @@ extension ProcessingOptions {
             ("g", gravityText(gravity)), ("mw", String(minWidth)), ("mh", String(minHeight)),
             ("z", "\(zoomWidth):\(zoomHeight)"), ("ex", extendText(extend)), ("exar", extendText(extendAspectRatio)),
             ("c", crop.map { "\($0.width):\($0.height):\($0.gravity.map(gravityText) ?? "-")" } ?? "-"),
-            ("t", trim.map { "\($0.threshold):\($0.color?.description ?? "-"):\($0.equalHorizontal):\($0.equalVertical)" } ?? "-"),
+            (
+                "t",
+                trim.map { "\($0.threshold):\($0.color?.description ?? "-"):\($0.equalHorizontal):\($0.equalVertical)" }
+                    ?? "-"
+            ),
             ("pd", "\(padding.top):\(padding.right):\(padding.bottom):\(padding.left)"),
             ("ar", autoRotate.map { String($0) } ?? "-"), ("rot", String(rotate)),
             ("fl", "\(flipHorizontal):\(flipVertical)"), ("bg", background?.description ?? "-"),
             ("bl", String(blur)), ("sh", String(sharpen)), ("pix", String(pixelate)),
             ("wm", watermark.map { "\($0.opacity):\($0.position):\($0.x):\($0.y):\($0.scale)" } ?? "-"),
-            ("fq", formatQuality.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue)\($0.value)" }
-                .joined(separator: ":")),
+            (
+                "fq",
+                formatQuality.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue)\($0.value)" }
+                    .joined(separator: ":")
+            ),
             ("mb", String(maxBytes)), ("sm", String(stripMetadata)), ("kcr", String(keepCopyright)),
             ("scp", String(stripColorProfile)), ("eth", String(enforceThumbnail)), ("ph", String(preserveHDR)),
             ("skp", skipProcessing.map(\.rawValue).sorted().joined(separator: ":")), ("raw", String(raw)),
             ("cb", cacheBuster ?? "-"), ("exp", expires.map { String($0) } ?? "-"), ("fn", filename ?? "-"),
             ("att", String(returnAttachment)),
-            ("sec", "\(security.maxSourcePixels ?? -1):\(security.maxSourceBytes ?? -1):\(security.maxAnimationFrames ?? -1):\(security.maxAnimationFramePixels ?? -1):\(security.maxResultSide ?? -1)"),
+            (
+                "sec",
+                "\(security.maxSourcePixels ?? -1):\(security.maxSourceBytes ?? -1):\(security.maxAnimationFrames ?? -1):\(security.maxAnimationFramePixels ?? -1):\(security.maxResultSide ?? -1)"
+            ),
         ]
     }
 }

@@ -91,7 +91,9 @@ struct ServeCommandTests {
         }
     }
 
-    @Test("URLs with every kind of option, made by the imgproxy package from PyPI, are served at the sizes imgproxy gives")
+    @Test(
+        "URLs with every kind of option, made by the imgproxy package from PyPI, are served at the sizes imgproxy gives"
+    )
     func clientOptionURLs() async throws {
         let watermark = Command.repository.appendingPathComponent("Fixtures/processing/sources/watermark.png").path
         try await serving([
@@ -101,12 +103,30 @@ struct ServeCommandTests {
             // cache buster, focus point; extend with gravity, min-width, format quality, max bytes, gravity
             // offsets; trim, pixelate, zoom, dpr, file name, attachment, expiry; watermark, metadata, profile.
             let urls: [(String, Int, Int, ImageFormat)] = [
-                ("/UYlKMGvJMPi4g7RQABeR7le4yCdF_lnhnwsqAdZD1Yw/c:400:300:nowe/bg:ffffff/sh:0.5/g:ce/rs:fill:200:150:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw.jpg", 200, 150, .jpeg),
-                ("/dEtIKmshjdWQE_fSdBBblw1ScP-IIq08OFfnUsGQiK0/pd:10:20/bg:255:0:0/bl:1.5/g:ce/rs:fit:160:160:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw.png", 200, 140, .png),
-                ("/X2i7NJ1x-pOYCyqPn8QUxACoMsPuNpTa4lTR9OZnpnc/rot:90/fl:1:0/ar:0/cb:v2/g:fp:0.3:0.7/rs:fill:90:120:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw.webp", 90, 120, .webp),
-                ("/Liz3ZQQ7FBA4m2_1gQ6H1vSrbtXJEfd6NsXtfq27Xl0/ex:1:so/exar:0/mw:50/fq:webp:60:jpeg:70/mb:20000/g:ea:10:0.1/rs:fit:300:300:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw.webp", 300, 300, .webp),
-                ("/jnJ3M5l_diJVrVVqZ6NHV3scrqqdYwnqdi-FpuVLgmg/t:10:ffffff:1:0/pix:4/z:0.5/dpr:2/fn:photo/att:1/exp:4102444800/g:ce/rs:auto:100:0:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw", 100, 75, .jpeg),
-                ("/rUfEM_YkA7PZliRVpNO9ejb-yC3THoZQZTH7gksduEo/wm:0.5:soea:5:5:0.2/sm:1/kcr:1/scp:0/eth:0/g:ce/rs:fill-down:120:80:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw.png", 120, 80, .png),
+                (
+                    "/UYlKMGvJMPi4g7RQABeR7le4yCdF_lnhnwsqAdZD1Yw/c:400:300:nowe/bg:ffffff/sh:0.5/g:ce/rs:fill:200:150:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw.jpg",
+                    200, 150, .jpeg
+                ),
+                (
+                    "/dEtIKmshjdWQE_fSdBBblw1ScP-IIq08OFfnUsGQiK0/pd:10:20/bg:255:0:0/bl:1.5/g:ce/rs:fit:160:160:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw.png",
+                    200, 140, .png
+                ),
+                (
+                    "/X2i7NJ1x-pOYCyqPn8QUxACoMsPuNpTa4lTR9OZnpnc/rot:90/fl:1:0/ar:0/cb:v2/g:fp:0.3:0.7/rs:fill:90:120:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw.webp",
+                    90, 120, .webp
+                ),
+                (
+                    "/Liz3ZQQ7FBA4m2_1gQ6H1vSrbtXJEfd6NsXtfq27Xl0/ex:1:so/exar:0/mw:50/fq:webp:60:jpeg:70/mb:20000/g:ea:10:0.1/rs:fit:300:300:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw.webp",
+                    300, 300, .webp
+                ),
+                (
+                    "/jnJ3M5l_diJVrVVqZ6NHV3scrqqdYwnqdi-FpuVLgmg/t:10:ffffff:1:0/pix:4/z:0.5/dpr:2/fn:photo/att:1/exp:4102444800/g:ce/rs:auto:100:0:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw",
+                    100, 75, .jpeg
+                ),
+                (
+                    "/rUfEM_YkA7PZliRVpNO9ejb-yC3THoZQZTH7gksduEo/wm:0.5:soea:5:5:0.2/sm:1/kcr:1/scp:0/eth:0/g:ce/rs:fill-down:120:80:0/bG9jYWw6Ly8vanBlZy04MDB4NjAwLmpwZw.png",
+                    120, 80, .png
+                ),
             ]
             for (path, width, height, format) in urls {
                 let answer = try await server.get(path)
@@ -210,7 +230,8 @@ struct ServeCommandTests {
             defer { server.kill() }
             let signature = try URLSignature(hexPairs: [(Self.key, Self.salt)], size: 16)
             func get(_ path: String, accept: String? = nil) async throws -> ServedProcess.Answer {
-                try await server.get("/img/" + signature.sign(path) + path, headers: accept.map { [("Accept", $0)] } ?? [])
+                try await server.get(
+                    "/img/" + signature.sign(path) + path, headers: accept.map { [("Accept", $0)] } ?? [])
             }
             // A preset, under the prefix, signed with 16 bytes.
             let tiny = try await get("/pr:tiny/plain/local:///jpeg-800x600.jpg", accept: "image/webp,*/*")

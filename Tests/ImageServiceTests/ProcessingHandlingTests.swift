@@ -62,7 +62,9 @@ struct ProcessingHandlingTests {
         let image = RasterImage(
             width: 64, height: 64, frames: [.init(pixels: pixels)], iccProfile: Array(profile), hasAlpha: false)!
         try Data(try PNGEncoder().encode(image)).write(to: folder.appendingPathComponent("p.png"))
-        try await References.withService({ $0.sources = SourcePolicy(localRoot: folder.path) }) { service in
+        var configuration = References.configuration()
+        configuration.sources = SourcePolicy(localRoot: folder.path)
+        try await References.withService(configuration) { service in
             for format in ["png", "jpg", "webp"] {
                 let kept = try #require(
                     Self.bytes(await References.get(service, "/_/w:32/scp:0/plain/local:///p.png@\(format)")))
@@ -86,8 +88,9 @@ struct ProcessingHandlingTests {
         #expect(url.options.quality == 70 && url.options.resizingType == .fill)
         #expect(url.options.width == 20 && url.options.height == 50)
         // A preset that names itself is applied once; unknown ones are a 400.
-        #expect(try ProcessingURL.parse("/_/pr:loop\(source)", signature: nil, allowsUnsigned: true, rules: rules)
-            .options.height == 30)
+        #expect(
+            try ProcessingURL.parse("/_/pr:loop\(source)", signature: nil, allowsUnsigned: true, rules: rules)
+                .options.height == 30)
         #expect(throws: ProcessingURL.Failure.unknownPreset("none")) {
             try ProcessingURL.parse("/_/pr:none\(source)", signature: nil, allowsUnsigned: true, rules: rules)
         }
@@ -95,7 +98,8 @@ struct ProcessingHandlingTests {
         #expect(throws: ProcessingURL.Failure.self) { try rules.addPreset("no-equals") }
         // Only presets: the segments are preset names, and nothing else is an option.
         rules.onlyPresets = true
-        let only = try ProcessingURL.parse("/_/square/small\(source)", signature: nil, allowsUnsigned: true, rules: rules)
+        let only = try ProcessingURL.parse(
+            "/_/square/small\(source)", signature: nil, allowsUnsigned: true, rules: rules)
         #expect(only.options.width == 20 && only.options.height == 50)
         #expect(throws: ProcessingURL.Failure.unknownPreset("w:10")) {
             try ProcessingURL.parse("/_/w:10\(source)", signature: nil, allowsUnsigned: true, rules: rules)
@@ -103,7 +107,9 @@ struct ProcessingHandlingTests {
         // Through the service: the preset's size.
         var serviceRules = ProcessingURL.Rules()
         try serviceRules.addPreset("thumb=rs:fill:40:30")
-        try await References.withService({ $0.urlRules = serviceRules }) { service in
+        var configuration = References.configuration()
+        configuration.urlRules = serviceRules
+        try await References.withService(configuration) { service in
             let bytes = try #require(Self.bytes(await References.get(service, "/_/pr:thumb\(source)")))
             let image = try ImageDecoder().decode(.bytes(bytes))
             #expect(image.width == 40 && image.height == 30)
@@ -118,7 +124,9 @@ struct ProcessingHandlingTests {
         }
         var rules = ProcessingURL.Rules()
         rules.allowsSecurityOptions = true
-        try await References.withService({ $0.urlRules = rules }) { service in
+        var configuration = References.configuration()
+        configuration.urlRules = rules
+        try await References.withService(configuration) { service in
             // photo.png is 320x240 = 76,800 pixels, and about 200 KB.
             #expect(Self.failure(await References.get(service, "/_/msr:0.05\(source)"))?.status == 413)
             #expect(Self.bytes(await References.get(service, "/_/msr:0.08\(source)")) != nil)
@@ -129,10 +137,10 @@ struct ProcessingHandlingTests {
             #expect(image.width == 100 && image.height == 75)
         }
         // Raising a limit past the service's does not raise it.
-        try await References.withService({
-            $0.urlRules = rules
-            $0.maxSourcePixels = 50_000
-        }) { service in
+        configuration = References.configuration()
+        configuration.urlRules = rules
+        configuration.maxSourcePixels = 50_000
+        try await References.withService(configuration) { service in
             #expect(Self.failure(await References.get(service, "/_/msr:100\(source)"))?.status == 413)
         }
     }
@@ -158,7 +166,8 @@ struct ProcessingHandlingTests {
     @Test("filename and attachment set a safely quoted Content-Disposition")
     func disposition() async throws {
         #expect(
-            ResponseRules.contentDisposition(filename: nil, source: "local:///a/cat.png", format: .webp, attachment: true)
+            ResponseRules.contentDisposition(
+                filename: nil, source: "local:///a/cat.png", format: .webp, attachment: true)
                 == "attachment; filename=\"cat.webp\"")
         #expect(
             ResponseRules.contentDisposition(
@@ -171,8 +180,9 @@ struct ProcessingHandlingTests {
         try await References.withService { service in
             // A base64url-encoded name (fn:{name}:1): "Grüße" encoded.
             let encoded = "R3LDvMOfZQ"
-            guard case .image(let result) = await References.get(
-                service, "/_/w:10/fn:\(encoded):1/att:1/plain/local:///photo.png@png")
+            guard
+                case .image(let result) = await References.get(
+                    service, "/_/w:10/fn:\(encoded):1/att:1/plain/local:///photo.png@png")
             else {
                 Issue.record("no image")
                 return
@@ -205,7 +215,9 @@ struct ProcessingHandlingTests {
             }
         }
         // Still held to the limits: a source over them is refused, raw or not.
-        try await References.withService({ $0.maxSourcePixels = 1000 }) { service in
+        var configuration = References.configuration()
+        configuration.maxSourcePixels = 1000
+        try await References.withService(configuration) { service in
             #expect(Self.failure(await References.get(service, "/_/raw:1/plain/local:///photo.png"))?.status == 413)
         }
     }
@@ -216,11 +228,11 @@ struct ProcessingHandlingTests {
         let path = "/w:10/plain/local:///photo.png@png"
         let signed = "/" + signature.sign(path) + path
         #expect(signature.sign(path).count == 11)  // 8 bytes in unpadded base64url
-        try await References.withService({
-            $0.signature = signature
-            $0.allowsUnsigned = false
-            $0.pathPrefix = "/img"
-        }) { service in
+        var configuration = References.configuration()
+        configuration.signature = signature
+        configuration.allowsUnsigned = false
+        configuration.pathPrefix = "/img"
+        try await References.withService(configuration) { service in
             #expect(Self.bytes(await References.get(service, "/img" + signed)) != nil)
             #expect(Self.failure(await References.get(service, signed))?.status == 404)
             let full = try URLSignature(hexPairs: [(key: "0a0b", salt: "0c0d")])
@@ -255,9 +267,13 @@ struct ProcessingHandlingTests {
         }
         try Data(try PNGEncoder().encode(RasterImage(width: 400, height: 200, pixels: pixels, hasAlpha: false)!))
             .write(to: folder.appendingPathComponent("t.png"))
-        try await References.withService({ $0.sources = SourcePolicy(localRoot: folder.path) }) { service in
-            let smart = try #require(Self.bytes(await References.get(service, "/_/rs:fill:100:100/g:sm/plain/local:///t.png@png")))
-            let centre = try #require(Self.bytes(await References.get(service, "/_/rs:fill:100:100/plain/local:///t.png@png")))
+        var configuration = References.configuration()
+        configuration.sources = SourcePolicy(localRoot: folder.path)
+        try await References.withService(configuration) { service in
+            let smart = try #require(
+                Self.bytes(await References.get(service, "/_/rs:fill:100:100/g:sm/plain/local:///t.png@png")))
+            let centre = try #require(
+                Self.bytes(await References.get(service, "/_/rs:fill:100:100/plain/local:///t.png@png")))
             let (a, b) = (try ImageDecoder().decode(.bytes(smart)), try ImageDecoder().decode(.bytes(centre)))
             #expect(a.width == 100 && a.height == 100)
             // The smart crop holds the texture (dark pixels); the centre crop is flat grey.
@@ -273,8 +289,11 @@ struct ProcessingHandlingTests {
             let reply = await References.get(service, "/_/rs:fill:10:10:1/mw:100000/plain/local:///photo.png@png")
             #expect(Self.failure(reply)?.status == 400)
             // A watermark pushed off the image is not drawn, and nothing traps.
-            #expect(Self.bytes(await References.get(service, "/_/wm:1:soea:-5000:-5000/plain/local:///photo.png@png")) != nil)
-            #expect(Self.bytes(await References.get(service, "/_/wm:1:nowe:5000:5000/plain/local:///photo.png@png")) != nil)
+            #expect(
+                Self.bytes(await References.get(service, "/_/wm:1:soea:-5000:-5000/plain/local:///photo.png@png"))
+                    != nil)
+            #expect(
+                Self.bytes(await References.get(service, "/_/wm:1:nowe:5000:5000/plain/local:///photo.png@png")) != nil)
         }
     }
 }
@@ -292,44 +311,60 @@ struct ImageInfoTests {
         return try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
     }
 
-    @Test("GET /info: header, profile, EXIF (GPS only when allowed), colours and placeholders, as RasterImage makes them")
+    @Test(
+        "GET /info: header, profile, EXIF (GPS only when allowed), colours and placeholders, as RasterImage makes them")
     func info() async throws {
-        let bytes = try #require(FileManager.default.contents(atPath: Self.placeholders.appendingPathComponent("exif.jpg").path))
+        let bytes = try #require(
+            FileManager.default.contents(atPath: Self.placeholders.appendingPathComponent("exif.jpg").path))
         let expected = try ImageDecoder().describe(Array(bytes))
-        try await References.withService({ $0.sources = SourcePolicy(localRoot: Self.placeholders.path) }) { service in
+        var configuration = References.configuration()
+        configuration.sources = SourcePolicy(localRoot: Self.placeholders.path)
+        try await References.withService(configuration) { service in
             let reply = await service.info(path: "/info/_/plain/local:///exif.jpg")
             let json = try Self.json(reply)
             #expect(json["format"] as? String == "jpeg" && json["width"] as? Int == 40 && json["height"] as? Int == 30)
             #expect(json["bytes"] as? Int == bytes.count && json["contentType"] as? String == "image/jpeg")
-            #expect(json["blurhash"] as? String == expected.blurhash && json["thumbhash"] as? String == expected.thumbhash)
+            #expect(
+                json["blurhash"] as? String == expected.blurhash && json["thumbhash"] as? String == expected.thumbhash)
             #expect(json["dominantColors"] as? [String] == expected.dominantColors)
             let exif = try #require(json["exif"] as? [String: Any])
-            #expect(exif["make"] as? String == "ImageLoader Camera Co." && exif["dateTaken"] as? String == "2024-05-17T08:15:42")
+            #expect(
+                exif["make"] as? String == "ImageLoader Camera Co."
+                    && exif["dateTaken"] as? String == "2024-05-17T08:15:42")
             #expect(exif["latitude"] == nil && exif["longitude"] == nil)
             if case .json(_, let maxAge) = reply { #expect(maxAge > 0) }
             // bh sets BlurHash's components: 5x5 is 2 + 4 + 2 x 24 characters.
             let five = try Self.json(await service.info(path: "/info/_/bh:5:5/plain/local:///exif.jpg"))
             #expect((five["blurhash"] as? String)?.count == 54)
             // bh belongs to /info only.
-            #expect(ProcessingHandlingTests.failure(await References.get(service, "/_/bh:5:5/plain/local:///exif.jpg"))?.status == 400)
+            #expect(
+                ProcessingHandlingTests.failure(await References.get(service, "/_/bh:5:5/plain/local:///exif.jpg"))?
+                    .status == 400)
             // POST /info: the same fields, never cached.
             let posted = await service.info(of: Array(bytes), contentType: "image/jpeg")
             #expect(try Self.json(posted)["blurhash"] as? String == expected.blurhash)
             if case .json(_, let maxAge) = posted { #expect(maxAge == 0) }
             // Missing sources are 404s; bad images 415.
-            #expect(ProcessingHandlingTests.failure(await service.info(path: "/info/_/plain/local:///none.jpg"))?.status == 404)
-            #expect(ProcessingHandlingTests.failure(await service.info(of: Array("text".utf8), contentType: nil))?.status == 415)
+            #expect(
+                ProcessingHandlingTests.failure(await service.info(path: "/info/_/plain/local:///none.jpg"))?.status
+                    == 404)
+            #expect(
+                ProcessingHandlingTests.failure(await service.info(of: Array("text".utf8), contentType: nil))?.status
+                    == 415)
         }
-        try await References.withService({
-            $0.sources = SourcePolicy(localRoot: Self.placeholders.path)
-            $0.infoIncludesLocation = true
-            $0.signature = try? URLSignature(hexPairs: [(key: "0a", salt: "0b")])
-            $0.allowsUnsigned = false
-        }) { service in
-            #expect(ProcessingHandlingTests.failure(await service.info(path: "/info/_/plain/local:///exif.jpg"))?.status == 403)
+        configuration = References.configuration()
+        configuration.sources = SourcePolicy(localRoot: Self.placeholders.path)
+        configuration.infoIncludesLocation = true
+        configuration.signature = try? URLSignature(hexPairs: [(key: "0a", salt: "0b")])
+        configuration.allowsUnsigned = false
+        try await References.withService(configuration) { service in
+            #expect(
+                ProcessingHandlingTests.failure(await service.info(path: "/info/_/plain/local:///exif.jpg"))?.status
+                    == 403)
             let path = "/plain/local:///exif.jpg"
             let signed = try URLSignature(hexPairs: [(key: "0a", salt: "0b")]).sign(path)
-            let exif = try #require(try Self.json(await service.info(path: "/info/\(signed)\(path)"))["exif"] as? [String: Any])
+            let exif = try #require(
+                try Self.json(await service.info(path: "/info/\(signed)\(path)"))["exif"] as? [String: Any])
             #expect(abs((exif["latitude"] as? Double ?? 0) + 33.8651) < 1e-6)
             #expect(abs((exif["longitude"] as? Double ?? 0) - 151.21) < 1e-6)
         }
@@ -342,21 +377,26 @@ struct ResultMetadataTests {
 
     @Test("by default only Copyright and Artist stay; kcr:0 strips all; sm:0 keeps all with the orientation made 1")
     func metadata() async throws {
-        try await References.withService({ $0.sources = SourcePolicy(localRoot: ImageInfoTests.placeholders.path) }) {
+        var configuration = References.configuration()
+        configuration.sources = SourcePolicy(localRoot: ImageInfoTests.placeholders.path)
+        try await References.withService(configuration) {
             service in
             for format in ["jpg", "png", "webp"] {
                 func result(_ options: String) async throws -> [UInt8] {
-                    let reply = await References.get(service, "/_/w:20\(options)/plain/local:///exif-copyright.jpg@\(format)")
+                    let reply = await References.get(
+                        service, "/_/w:20\(options)/plain/local:///exif-copyright.jpg@\(format)")
                     return try #require(ProcessingHandlingTests.bytes(reply, "\(options)@\(format)"))
                 }
                 // Default: a block with the copyright and the artist, nothing else.
                 let plain = try await result("")
-                let kept = try #require(PhotoMetadata.outputBlock(from: plain, keeping: .all, upright: false), "\(format)")
+                let kept = try #require(
+                    PhotoMetadata.outputBlock(from: plain, keeping: .all, upright: false), "\(format)")
                 #expect(String(decoding: kept, as: UTF8.self).contains("(c) 2026 A. Photographer"), "\(format)")
                 #expect(String(decoding: kept, as: UTF8.self).contains("A. Photographer"))
                 #expect(PhotoMetadata(fileBytes: plain)?.make == nil, "\(format)")
                 // kcr:0: nothing.
-                #expect(PhotoMetadata.outputBlock(from: try await result("/kcr:0"), keeping: .all, upright: false) == nil)
+                #expect(
+                    PhotoMetadata.outputBlock(from: try await result("/kcr:0"), keeping: .all, upright: false) == nil)
                 // sm:0: all of it, the orientation 1 as the pixels are turned already.
                 let all = try await result("/sm:0")
                 #expect(PhotoMetadata(fileBytes: all)?.make == "ImageLoader Camera Co.", "\(format)")

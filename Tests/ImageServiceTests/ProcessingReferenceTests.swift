@@ -38,24 +38,29 @@ struct ProcessingReferenceTests {
     static let manifest: Manifest = {
         // A missing or broken manifest fails every test below with the decoding error.
         let data = (try? Data(contentsOf: root.appendingPathComponent("cases.json"))) ?? Data()
-        return (try? JSONDecoder().decode(Manifest.self, from: data)) ?? Manifest(
-            cases: [], animation: Animation(source: "", durationsMs: [], loopCount: 0, frames: []))
+        return (try? JSONDecoder().decode(Manifest.self, from: data))
+            ?? Manifest(
+                cases: [], animation: Animation(source: "", durationsMs: [], loopCount: 0, frames: []))
     }()
 
-    /// A service serving the fixture sources unsigned, with the fixture watermark and
-    /// animations up to 10 frames.
-    static func withService(
-        _ change: (inout ImageService.Configuration) -> Void = { _ in }, _ body: (ImageService) async throws -> Void
-    ) async throws {
+    /// The settings of the tests' services: the fixture sources unsigned, the fixture
+    /// watermark, animations up to 10 frames, no disk cache.
+    static func configuration() -> ImageService.Configuration {
         var configuration = ImageService.Configuration()
         configuration.allowsUnsigned = true
         configuration.sources = SourcePolicy(localRoot: root.appendingPathComponent("sources").path)
         configuration.loader.cacheDirectory = nil
         configuration.timeout = .seconds(600)
         configuration.maxAnimationFrames = 10
-        configuration.watermark = try ImageDecoder().decode(
+        configuration.watermark = try? ImageDecoder().decode(
             .file(path: root.appendingPathComponent("sources/watermark.png").path))
-        change(&configuration)
+        return configuration
+    }
+
+    /// Runs `body` with a service made from `configuration`, shut down after it, also when it throws.
+    static func withService(
+        _ configuration: ImageService.Configuration = configuration(), _ body: (ImageService) async throws -> Void
+    ) async throws {
         let service = try ImageService(configuration: configuration)
         do {
             try await body(service)
@@ -137,11 +142,15 @@ struct ProcessingReferenceTests {
     @Test("animations stay still at the default of one frame, past the limit, and in formats without frames")
     func stillAnimations() async throws {
         let source = Self.manifest.animation.source
-        try await Self.withService({ $0.maxAnimationFrames = 1 }) { service in
+        var configuration = Self.configuration()
+        configuration.maxAnimationFrames = 1
+        try await Self.withService(configuration) { service in
             let (image, _) = try Self.image(await Self.get(service, "/_/w:80/plain/local:///\(source)@webp"), "default")
             #expect(image.frames.count == 1)
         }
-        try await Self.withService({ $0.maxAnimationFrames = 3 }) { service in
+        configuration = Self.configuration()
+        configuration.maxAnimationFrames = 3
+        try await Self.withService(configuration) { service in
             // Four frames, three allowed: the first frame, as imgproxy.
             let (image, _) = try Self.image(await Self.get(service, "/_/w:80/plain/local:///\(source)@gif"), "over")
             #expect(image.frames.count == 1)
@@ -152,7 +161,9 @@ struct ProcessingReferenceTests {
         }
         // Four frames of 160x120 are 76,800 pixels: over a smaller budget, the first frame only,
         // and nothing past the budget is decoded.
-        try await Self.withService({ $0.loader.decodingOptions.limits.maxTotalPixels = 60_000 }) { service in
+        configuration = Self.configuration()
+        configuration.loader.decodingOptions.limits.maxTotalPixels = 60_000
+        try await Self.withService(configuration) { service in
             let (image, _) = try Self.image(await Self.get(service, "/_/w:80/plain/local:///\(source)@webp"), "budget")
             #expect(image.frames.count == 1)
         }
@@ -171,7 +182,8 @@ struct PixelDifference: CustomStringConvertible {
         let (p, q) = (first.frames[0].pixels, second.frames[0].pixels)
         for y in 0..<first.height {
             for x in 0..<first.width {
-                let i = y * first.bytesPerRow + x * 4, j = y * second.bytesPerRow + x * 4
+                let i = y * first.bytesPerRow + x * 4
+                let j = y * second.bytesPerRow + x * 4
                 for c in 0..<4 {
                     let d = abs(Int(p[i + c]) - Int(q[j + c]))
                     maximum = max(maximum, d)

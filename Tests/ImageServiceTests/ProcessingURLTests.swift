@@ -159,7 +159,10 @@ struct ProcessingURLTests {
             ("/_/g:no:0:nan/\(Self.encoded)", .invalidArgument(option: "g", value: "no:0:nan")),
             ("/_/g:no:0:0:0/\(Self.encoded)", .invalidArgument(option: "g", value: "no:0:0:0")),
             ("/_/cropp:10:10/\(Self.encoded)", .unknownOption("cropp")),
-            ("/_/rs:fit:1:1:0:1:ce:0:0:x/\(Self.encoded)", .invalidArgument(option: "rs", value: "fit:1:1:0:1:ce:0:0:x")),
+            (
+                "/_/rs:fit:1:1:0:1:ce:0:0:x/\(Self.encoded)",
+                .invalidArgument(option: "rs", value: "fit:1:1:0:1:ce:0:0:x")
+            ),
             ("/_/s:1:1:0:x/\(Self.encoded)", .invalidArgument(option: "s", value: "1:1:0:x")),
             ("/_/ex:1:sm/\(Self.encoded)", .invalidArgument(option: "ex", value: "1:sm")),
             ("/_/g:sm:1/\(Self.encoded)", .invalidArgument(option: "g", value: "sm:1")),

@@ -126,7 +126,8 @@ struct ImageProcessingTests {
     func attention() throws {
         // Texture (fine edges) on the right of a flat image.
         let textured = Self.canvas(400, 200) { x, y in
-            x >= 300 && x < 380 && y >= 60 && y < 140 ? ((x / 4 + y / 4) % 2 == 0 ? (20, 20, 20) : (230, 230, 230)) : nil
+            x >= 300 && x < 380 && y >= 60 && y < 140
+                ? ((x / 4 + y / 4) % 2 == 0 ? (20, 20, 20) : (230, 230, 230)) : nil
         }
         let right = textured.attentionRegion(width: 200, height: 200)
         #expect(right.x >= 180 && right.x + right.width >= 380, "\(right)")

@@ -74,7 +74,9 @@ public struct GIFEncoder: Sendable, Hashable {
         return output.bytes
     }
 
-    private func writeFrame(_ frame: RasterImage.Frame, of image: RasterImage, to file: UnsafeMutablePointer<GifFileType>)
+    private func writeFrame(
+        _ frame: RasterImage.Frame, of image: RasterImage, to file: UnsafeMutablePointer<GifFileType>
+    )
         throws(ImageEncodingError)
     {
         let (width, height, stride) = (image.width, image.height, image.bytesPerRow)
@@ -110,8 +112,9 @@ public struct GIFEncoder: Sendable, Hashable {
         }
         var control = GraphicsControlBlock(
             DisposalMode: DISPOSE_BACKGROUND, UserInputFlag: false,
-            DelayTime: Int32(clamping: frame.duration.components.seconds * 100
-                + frame.duration.components.attoseconds / 10_000_000_000_000_000),
+            DelayTime: Int32(
+                clamping: frame.duration.components.seconds * 100
+                    + frame.duration.components.attoseconds / 10_000_000_000_000_000),
             TransparentColor: transparentIndex)
         var controlBytes = [UInt8](repeating: 0, count: 4)
         let length = EGifGCBToExtension(&control, &controlBytes)

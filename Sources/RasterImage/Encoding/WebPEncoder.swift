@@ -132,7 +132,8 @@ public struct WebPEncoder: Sendable, Hashable {
             guard added else {
                 throw ImageEncodingError(.failed, format: .webp, message: "libwebpmux: cannot add a frame")
             }
-            let milliseconds = frame.duration.components.seconds * 1000
+            let milliseconds =
+                frame.duration.components.seconds * 1000
                 + frame.duration.components.attoseconds / 1_000_000_000_000_000
             timestamp = timestamp &+ Int32(clamping: max(10, milliseconds))
         }

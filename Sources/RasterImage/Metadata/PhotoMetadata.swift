@@ -132,7 +132,10 @@ public struct PhotoMetadata: Sendable, Hashable, Codable {
             // Big-endian: "MM", 42, the first directory at 8; its entries; no next directory; the texts.
             var out: [UInt8] = [0x4D, 0x4D, 0, 42, 0, 0, 0, 8]
             func append16(_ value: Int) { out += [UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
-            func append32(_ value: Int) { append16(value >> 16); append16(value & 0xFFFF) }
+            func append32(_ value: Int) {
+                append16(value >> 16)
+                append16(value & 0xFFFF)
+            }
             append16(fields.count)
             var dataOffset = 8 + 2 + fields.count * 12 + 4
             var data: [UInt8] = []

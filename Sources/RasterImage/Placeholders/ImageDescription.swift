@@ -85,11 +85,13 @@ extension ImageDecoding {
         }
         return ImageDescription(
             format: info.format.rawValue, contentType: info.contentType, width: info.width, height: info.height,
-            frames: info.frameCount, hasAlpha: info.hasAlpha, orientation: info.orientation.rawValue, bytes: bytes.count,
+            frames: info.frameCount, hasAlpha: info.hasAlpha, orientation: info.orientation.rawValue,
+            bytes: bytes.count,
             colorProfile: info.iccProfile.flatMap { ICCDescription.name(of: $0) },
             exif: photo.flatMap { $0.isEmpty ? nil : $0 },
             dominantColors: small.dominantColors(count: options.dominantColorCount).map { "#" + $0.description },
-            blurhash: small.blurHash(xComponents: options.blurHashComponents.x, yComponents: options.blurHashComponents.y),
+            blurhash: small.blurHash(
+                xComponents: options.blurHashComponents.x, yComponents: options.blurHashComponents.y),
             thumbhash: Data(small.thumbHash()).base64EncodedString())
     }
 }

@@ -124,9 +124,11 @@ extension RasterImage {
         while boxes.count < count {
             // The box whose widest channel range, weighted by its pixels, is largest.
             let scored = boxes.enumerated().map { index, box in (index, range(box), box.count) }
-            guard let pick = scored.filter({ $0.1.0 > 0 && $0.2 > 1 }).max(by: {
-                ($0.1.0 * $0.2, -$0.0) < ($1.1.0 * $1.2, -$1.0)
-            }) else { break }
+            guard
+                let pick = scored.filter({ $0.1.0 > 0 && $0.2 > 1 }).max(by: {
+                    ($0.1.0 * $0.2, -$0.0) < ($1.1.0 * $1.2, -$1.0)
+                })
+            else { break }
             // Split at the mean of the widest channel: equal colours stay together, and
             // both sides hold pixels since the range is not empty.
             let channel = pick.1.1

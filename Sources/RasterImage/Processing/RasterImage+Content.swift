@@ -16,7 +16,8 @@ extension RasterImage {
         let image = straightAlpha()
         let whole = PixelRegion(x: 0, y: 0, width: width, height: height)
         let first = image.pixel(x: 0, y: 0)!
-        let background = color.map { [Int($0.red), Int($0.green), Int($0.blue), Int($0.alpha)] }
+        let background =
+            color.map { [Int($0.red), Int($0.green), Int($0.blue), Int($0.alpha)] }
             ?? [Int(first.r), Int(first.g), Int(first.b), Int(first.a)]
         let limit = Int(max(0, min(255, threshold)).rounded(.down))
         var (left, right, top, bottom) = (width, -1, height, -1)

@@ -29,7 +29,9 @@ public struct PixelColor: Sendable, Hashable, CustomStringConvertible {
         guard digits.allSatisfy({ $0 != nil }) else { return nil }
         let values = digits.map { $0! }
         switch values.count {
-        case 6: self.init(red: values[0] << 4 | values[1], green: values[2] << 4 | values[3], blue: values[4] << 4 | values[5])
+        case 6:
+            self.init(
+                red: values[0] << 4 | values[1], green: values[2] << 4 | values[3], blue: values[4] << 4 | values[5])
         case 3: self.init(red: values[0] * 17, green: values[1] * 17, blue: values[2] * 17)
         default: return nil
         }
