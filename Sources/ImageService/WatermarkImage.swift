@@ -39,7 +39,7 @@ final class WatermarkImage: Sendable {
         }
         let mark = resized(width: width, height: height)
         let alpha = options.opacity * opacity
-        var places: [PixelPoint] = []
+        let places: [PixelPoint]
         switch options.position {
         case .gravity(let type):
             let gravity = ProcessingOptions.Gravity(type, x: options.x, y: options.y)
@@ -53,13 +53,40 @@ final class WatermarkImage: Sendable {
                     ? Int(exactly: (value * dpr).rounded(.toNearestOrEven)) ?? 0
                     : ProcessingPlan.scaleToEven(side, value)
             }
-            let stepX = max(1, mark.width + max(0, gap(options.x, result.width)))
-            let stepY = max(1, mark.height + max(0, gap(options.y, result.height)))
-            for y in stride(from: 0, to: result.height, by: stepY) {
-                for x in stride(from: 0, to: result.width, by: stepX) { places.append(PixelPoint(x: x, y: y)) }
-            }
+            let stepX = mark.width + max(0, min(result.width, gap(options.x, result.width)))
+            let stepY = mark.height + max(0, min(result.height, gap(options.y, result.height)))
+            // One layer of the result's size holding every tile, drawn once: the work and the
+            // memory follow the result's pixels, however small the mark is scaled.
+            return result.composited(
+                with: Self.tiles(of: mark, width: result.width, height: result.height, stepX: stepX, stepY: stepY),
+                at: [PixelPoint(x: 0, y: 0)], opacity: alpha)
         }
         return result.composited(with: mark, at: places, opacity: alpha)
+    }
+
+    /// A `width` x `height` layer with `mark` repeated from the top-left corner every
+    /// `stepX` across and `stepY` down, transparent between.
+    static func tiles(of mark: RasterImage, width: Int, height: Int, stepX: Int, stepY: Int) -> RasterImage {
+        let rowBytes = width * 4
+        var pixels = [UInt8](repeating: 0, count: rowBytes * height)
+        mark.frames[0].pixels.withUnsafeBufferPointer { source in
+            pixels.withUnsafeMutableBufferPointer { layer in
+                for y in 0..<height {
+                    let markRow = y % stepY
+                    guard markRow < mark.height else { continue }
+                    var x = 0
+                    while x < width {
+                        let count = min(mark.width, width - x)
+                        (layer.baseAddress! + y * rowBytes + x * 4).update(
+                            from: source.baseAddress! + markRow * mark.bytesPerRow, count: count * 4)
+                        x += stepX
+                    }
+                }
+            }
+        }
+        return RasterImage(
+            width: width, height: height, frames: [.init(pixels: pixels)], alphaMode: mark.alphaMode,
+            hasAlpha: true)!
     }
 
     /// The watermark at `width` x `height`, resized once per size.

@@ -294,6 +294,10 @@ struct ProcessingHandlingTests {
                     != nil)
             #expect(
                 Self.bytes(await References.get(service, "/_/wm:1:nowe:5000:5000/plain/local:///photo.png@png")) != nil)
+            // A mark scaled to a pixel and tiled without gaps: one layer, no list of a million places.
+            let tiled = try #require(
+                Self.bytes(await References.get(service, "/_/wm:1:re:0:0:0.0001/plain/local:///photo.png@png")))
+            #expect(try ImageDecoder().decode(.bytes(tiled)).width == 320)
         }
     }
 }
