@@ -2,10 +2,12 @@
 """generate-placeholders.py: BlurHash and ThumbHash test vectors from their reference encoders.
 
     python3 -m venv /tmp/phvenv && /tmp/phvenv/bin/pip install blurhash==1.1.5 pillow numpy
-    /tmp/phvenv/bin/python Fixtures/generate-placeholders.py --thumbhash-js PATH/js/thumbhash.js
+    /tmp/phvenv/bin/python Fixtures/generate-placeholders.py --thumbhash-js PATH/js/thumbhash.js \
+        --blurhash-c PATH/C
 
-Writes small images to Fixtures/placeholders/ and their hashes, computed by the PyPI
-`blurhash` package (a line-by-line port of Wolt's reference encoder) and by Evan
+Writes small images to Fixtures/placeholders/ and their hashes, computed by Wolt's
+reference BlurHash encoder (C/encode.c of github.com/woltapp/blurhash, built here with
+gcc; the PyPI `blurhash` port is run too and must agree) and by Evan
 Wallace's reference ThumbHash encoder itself (js/thumbhash.js of github.com/evanw/thumbhash,
 run with Node.js), to Fixtures/placeholders/vectors.json. (The PyPI `thumbhash` port
 rounds halves to even and mis-encodes alpha, so it is not used.)
@@ -64,10 +66,24 @@ def reference_thumbhashes(script, images):
         return json.loads(out)
 
 
+def reference_blurhash(c_folder, work, rgb, cx, cy):
+    """BlurHash of an RGB array by Wolt's reference C encoder (built once into `work`)."""
+    program = os.path.join(work, "blurhash_encoder")
+    if not os.path.exists(program):
+        subprocess.run(["gcc", "-O2", "-o", program, os.path.join(c_folder, "encode_stb.c"),
+                        os.path.join(c_folder, "encode.c"), "-lm"], check=True)
+    path = os.path.join(work, "input.png")
+    Image.fromarray(rgb, "RGB").save(path)
+    return subprocess.run([program, str(cx), str(cy), path], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--thumbhash-js", required=True, help="js/thumbhash.js of github.com/evanw/thumbhash")
+    parser.add_argument("--blurhash-c", required=True, help="the C folder of github.com/woltapp/blurhash")
     args = parser.parse_args()
+    work = tempfile.mkdtemp()
     os.makedirs(ROOT, exist_ok=True)
     images = {
         "photo-32x24": np.dstack([photo(32, 24, 1), np.full((24, 32), 255, np.uint8)]),
@@ -84,7 +100,11 @@ def main():
         # BlurHash sees RGB; transparent pixels count as over white.
         a = rgba[..., 3:4].astype(np.float64) / 255
         over_white = np.floor(rgba[..., :3] * a + 255 * (1 - a) + 0.5).astype(np.uint8)
-        blur = {f"{cx}x{cy}": blurhash.encode(over_white, cx, cy) for cx, cy in [(4, 3), (5, 5), (1, 1), (9, 9)]}
+        blur = {}
+        for cx, cy in [(4, 3), (5, 5), (1, 1), (8, 8)]:  # the C tool takes up to 8
+            reference = reference_blurhash(args.blurhash_c, work, over_white, cx, cy)
+            assert reference == blurhash.encode(over_white, cx, cy), (name, cx, cy)
+            blur[f"{cx}x{cy}"] = reference
         vectors.append({"image": name + ".png", "blurhash": blur, "thumbhash": thumbs[name]})
     # Dominant colours known by construction: three flat areas, 60%, 30% and 10%.
     flags = np.zeros((10, 100, 4), np.uint8)

@@ -4,7 +4,7 @@ import Testing
 @testable import RasterImage
 
 /// BlurHash and ThumbHash against their reference encoders' output on the same pixels
-/// (`Fixtures/generate-placeholders.py`: the PyPI port of Wolt's BlurHash encoder, and
+/// (`Fixtures/generate-placeholders.py`: Wolt's reference C encoder, with which its PyPI port agrees, and
 /// Evan Wallace's js/thumbhash.js run under Node.js), and dominant colours on an image
 /// whose colours are known by construction.
 @Suite("Placeholders: BlurHash, ThumbHash, dominant colours")
