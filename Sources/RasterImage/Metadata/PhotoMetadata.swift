@@ -36,7 +36,8 @@ public struct PhotoMetadata: Sendable, Hashable, Codable {
     /// The fields of the EXIF block in `fileBytes` (a whole image file), or `nil` when
     /// it has no EXIF block or none of these fields.
     public init?(fileBytes: some Collection<UInt8>) {
-        let bytes = Array(fileBytes.prefix(64 << 20))
+        // Read in place when the bytes are an array already (a whole source: no copy).
+        let bytes = fileBytes as? [UInt8] ?? Array(fileBytes.prefix(64 << 20))
         guard let block = PhotoMetadata.exifBlock(in: bytes), let parsed = PhotoMetadata(exif: block[...]),
             !parsed.isEmpty
         else { return nil }
@@ -101,7 +102,8 @@ public struct PhotoMetadata: Sendable, Hashable, Codable {
     /// encoder.exif = PhotoMetadata.outputBlock(from: sourceBytes, keeping: .copyright, upright: true)
     /// ```
     public static func outputBlock(from fileBytes: some Collection<UInt8>, keeping: Kept, upright: Bool) -> [UInt8]? {
-        let bytes = Array(fileBytes.prefix(64 << 20))
+        // Read in place when the bytes are an array already (a whole source: no copy).
+        let bytes = fileBytes as? [UInt8] ?? Array(fileBytes.prefix(64 << 20))
         guard let found = exifBlock(in: bytes) else { return nil }
         var block = Array(found)
         let prefix: [UInt8] = Array("Exif".utf8) + [0, 0]

@@ -121,52 +121,63 @@ enum BoxBlur {
         // Past a few times the image's size a wider box changes nothing visible; the
         // bound keeps the integer box radius far from overflow.
         let radius = radius(sigma: min(sigma, Double(max(width, height)) * 4 + 4))
-        var line = [Float](repeating: 0, count: max(width, height) * 4)
-        var prefix = [Double](repeating: 0, count: (max(width, height) + 1) * 4)
-        for _ in 0..<passes {
-            for y in 0..<height {
-                blurLine(&pixels, start: y * width * 4, step: 4, count: width, radius, &line, &prefix)
+        let whole = Int(radius)
+        let box = Box(whole: whole, fraction: Float(radius - Double(whole)), scale: Float(1 / (2 * radius + 1)))
+        let longest = max(width, height) + 2 * (whole + 1)
+        var padded = [SIMD4<Float>](repeating: .zero, count: longest)
+        var prefix = [SIMD4<Float>](repeating: .zero, count: longest + 1)
+        pixels.withUnsafeMutableBufferPointer { pixels in
+            for _ in 0..<passes {
+                for y in 0..<height {
+                    box.blur(pixels, start: y * width * 4, step: 4, count: width, &padded, &prefix)
+                }
             }
-        }
-        for _ in 0..<passes {
-            for x in 0..<width {
-                blurLine(&pixels, start: x * 4, step: width * 4, count: height, radius, &line, &prefix)
+            for _ in 0..<passes {
+                for x in 0..<width {
+                    box.blur(pixels, start: x * 4, step: width * 4, count: height, &padded, &prefix)
+                }
             }
         }
     }
 
-    /// One pass along a row or column of `count` pixels: each becomes the mean of the
-    /// box `radius` either side, the box's end pixels weighted by its fractional part.
-    private static func blurLine(
-        _ pixels: inout [UInt8], start: Int, step: Int, count: Int, _ radius: Double, _ line: inout [Float],
-        _ prefix: inout [Double]
-    ) {
-        let whole = Int(radius)
-        let fraction = radius - Double(whole)
-        let scale = 1 / (2 * radius + 1)
-        for i in 0..<count {
-            for c in 0..<4 { line[i * 4 + c] = Float(pixels[start + i * step + c]) }
-        }
-        for c in 0..<4 { prefix[c] = 0 }
-        for i in 0..<count {
-            for c in 0..<4 { prefix[(i + 1) * 4 + c] = prefix[i * 4 + c] + Double(line[i * 4 + c]) }
-        }
-        // The sum of pixels lo...hi, positions outside the line repeating its ends.
-        func sum(_ lo: Int, _ hi: Int, _ c: Int) -> Double {
-            var total = 0.0
-            if lo < 0 { total += Double(min(hi, -1) - lo + 1) * Double(line[c]) }
-            if hi >= count { total += Double(hi - max(lo, count) + 1) * Double(line[(count - 1) * 4 + c]) }
-            let (from, to) = (max(lo, 0), min(hi, count - 1))
-            if from <= to { total += prefix[(to + 1) * 4 + c] - prefix[from * 4 + c] }
-            return total
-        }
-        for i in 0..<count {
-            for c in 0..<4 {
-                var total = sum(i - whole, i + whole, c)
-                if fraction > 0 {
-                    total += fraction * (sum(i - whole - 1, i - whole - 1, c) + sum(i + whole + 1, i + whole + 1, c))
-                }
-                pixels[start + i * step + c] = UInt8(max(0, min(255, (total * scale).rounded())))
+    /// One box of a fractional radius: `whole` pixels either side at full weight, one more
+    /// either side at `fraction`, all times `scale`.
+    struct Box {
+        let whole: Int
+        let fraction: Float
+        let scale: Float
+
+        /// One pass along a row or column of `count` pixels. The line is copied with its
+        /// end pixels repeated past both ends, so every box is a difference of two prefix
+        /// sums: the same few operations whatever the radius. (Sums of 8-bit values are
+        /// exact in `Float` while the padded line is under 65,000 pixels; past that, for a
+        /// sigma of thousands, they are off by parts in ten million.)
+        func blur(
+            _ pixels: UnsafeMutableBufferPointer<UInt8>, start: Int, step: Int, count: Int,
+            _ padded: inout [SIMD4<Float>], _ prefix: inout [SIMD4<Float>]
+        ) {
+            let pad = whole + 1
+            func load(_ i: Int) -> SIMD4<Float> {
+                let p = start + i * step
+                return SIMD4(Float(pixels[p]), Float(pixels[p + 1]), Float(pixels[p + 2]), Float(pixels[p + 3]))
+            }
+            let (first, last) = (load(0), load(count - 1))
+            for i in 0..<pad { padded[i] = first }
+            for i in 0..<count { padded[pad + i] = load(i) }
+            for i in 0..<pad { padded[pad + count + i] = last }
+            prefix[0] = .zero
+            for i in 0..<(count + 2 * pad) { prefix[i + 1] = prefix[i] + padded[i] }
+            for i in 0..<count {
+                let centre = pad + i
+                var total = prefix[centre + whole + 1] - prefix[centre - whole]
+                total += fraction * (padded[centre - whole - 1] + padded[centre + whole + 1])
+                let value = (total * scale).rounded(.toNearestOrAwayFromZero)
+                let clamped = value.clamped(lowerBound: .zero, upperBound: SIMD4(repeating: 255))
+                let p = start + i * step
+                pixels[p] = UInt8(clamped[0])
+                pixels[p + 1] = UInt8(clamped[1])
+                pixels[p + 2] = UInt8(clamped[2])
+                pixels[p + 3] = UInt8(clamped[3])
             }
         }
     }
