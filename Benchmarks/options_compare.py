@@ -38,24 +38,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def make_animation(directory):
-    """24 frames of 480x360 plasma, 80 ms each, looping: an animated GIF."""
-    out = os.path.join(directory, "anim", "a.gif")
-    if os.path.exists(out):
-        return out
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    frames = []
-    for i in range(24):
-        frame = os.path.join(directory, "anim", f"f{i:02d}.png")
-        subprocess.run(["convert-im6.q16", "-seed", str(900 + i), "-size", "480x360", "plasma:fractal",
-                        "-blur", "0x2", frame], check=True)
-        frames.append(frame)
-    tmp = out + ".part.gif"
-    subprocess.run(["convert-im6.q16", "-delay", "8", "-loop", "0", *frames, "-layers", "optimize", tmp], check=True)
-    os.rename(tmp, out)
-    return out
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--duration", type=int, default=15)
@@ -77,7 +59,7 @@ def main():
     work = os.path.abspath(args.work)
     inputs = os.path.join(work, "inputs")
     sc.make_inputs(inputs, args.photos)
-    animation = make_animation(inputs)
+    animation = sc.make_animation(inputs)
 
     origin_port = sc.free_port()
     origin = sc.start_nginx(

@@ -13,9 +13,11 @@ Method, after imgproxy's image-servers-benchmark:
   requests  fit into 512x512: JPEG sources to JPEG q80, PNG sources to PNG; also JPEG
             sources to WebP q75 and to AVIF q60, and HEIC and AVIF sources (the first 20
             JPEGs coded by heif-enc -q 80 and avifenc -s 6, in DIR/inputs/heic and /avif)
-            to JPEG q80 (imageloader only: thumbor 7.8's PIL engine is its peer for JPEG
-            and PNG); wrk with 2 and 16 connections, a Lua script writing a new URL for
-            every request;
+            to JPEG q80, a typical effects URL (PNG sources filled to 512x512, sharpened,
+            flattened on white, as JPEG) and an animated GIF (24 frames of 480x360) to an
+            animated WebP fitting 256x256 (imageloader only: thumbor 7.8's PIL engine is its
+            peer for JPEG and PNG); wrk with 2 and 16 connections, a Lua script writing a
+            new URL for every request;
   servers   imageloader serve (unsigned URLs, no result cache, no disk cache, workers =
             cores) and thumbor 7.8.0 from PyPI in its own virtual environment (PIL
             engine, no storage, no result storage): one single-process instance per
@@ -52,8 +54,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 CORES = os.cpu_count() or 2
 MODERN_SOURCES = 20
-# Outputs from JPEG sources (and PNG from PNG), then HEIC and AVIF sources to JPEG.
-FORMATS = ("jpeg", "png", "webp", "avif", "heic>jpeg", "avif>jpeg")
+# Outputs from JPEG sources (and PNG from PNG), then HEIC and AVIF sources to JPEG, then a
+# typical effects URL (fill, sharpen, background) and an animated GIF to animated WebP.
+FORMATS = ("jpeg", "png", "webp", "avif", "heic>jpeg", "avif>jpeg", "effects", "gif>webp")
 
 
 def sh(command, **kwargs):
@@ -115,6 +118,24 @@ def make_inputs(directory, count):
             subprocess.run([c.replace("{out}", tmp).replace("{src}", src) for c in command], check=True,
                            capture_output=True)
             os.rename(tmp, out)
+
+
+def make_animation(directory):
+    """24 frames of 480x360 plasma, 80 ms each, looping: an animated GIF."""
+    out = os.path.join(directory, "anim", "a.gif")
+    if os.path.exists(out):
+        return out
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    frames = []
+    for i in range(24):
+        frame = os.path.join(directory, "anim", f"f{i:02d}.png")
+        subprocess.run(["convert-im6.q16", "-seed", str(900 + i), "-size", "480x360", "plasma:fractal",
+                        "-blur", "0x2", frame], check=True)
+        frames.append(frame)
+    tmp = out + ".part.gif"
+    subprocess.run(["convert-im6.q16", "-delay", "8", "-loop", "0", *frames, "-layers", "optimize", tmp], check=True)
+    os.rename(tmp, out)
+    return out
 
 
 def free_port():
@@ -337,8 +358,10 @@ def main():
     connections = [int(c) for c in args.connections.split(",")]
 
     origin_port = free_port()
+    animation = make_animation(inputs)
     origin = start_nginx(work, origin_port,
-                         f"location ~ ^/(jpeg|png|heic|avif)/\\d+/(p\\d+\\.(jpg|png|heic|avif))$ {{ alias {inputs}/$1/$2; }}")
+                         f"location ~ ^/(jpeg|png|heic|avif)/\\d+/(p\\d+\\.(jpg|png|heic|avif))$ {{ alias {inputs}/$1/$2; }}\n"
+                         f"location ~ ^/anim/\\d+/a\\.gif$ {{ alias {animation}; }}")
     wait_for(f"http://127.0.0.1:{origin_port}/jpeg/0/p000.jpg")
     src = f"http://127.0.0.1:{origin_port}"
     ours_port, thumbor_port = free_port(), free_port()
@@ -349,6 +372,9 @@ def main():
         ("imageloader", "avif"): f"/insecure/rs:fit:512:512/q:60/plain/{src}/jpeg/{{K}}/p{{I}}.jpg@avif",
         ("imageloader", "heic>jpeg"): f"/insecure/rs:fit:512:512/q:80/plain/{src}/heic/{{K}}/p{{I}}.heic@jpg",
         ("imageloader", "avif>jpeg"): f"/insecure/rs:fit:512:512/q:80/plain/{src}/avif/{{K}}/p{{I}}.avif@jpg",
+        ("imageloader", "effects"):
+            f"/insecure/rs:fill:512:512/sh:0.5/bg:ffffff/q:80/plain/{src}/png/{{K}}/p{{I}}.png@jpg",
+        ("imageloader", "gif>webp"): f"/insecure/rs:fit:256:256/q:75/plain/{src}/anim/{{K}}/a.gif@webp",
         ("thumbor", "jpeg"): f"/unsafe/fit-in/512x512/filters:quality(80):format(jpeg)/127.0.0.1:{origin_port}/jpeg/{{K}}/p{{I}}.jpg",
         ("thumbor", "png"): f"/unsafe/fit-in/512x512/filters:format(png)/127.0.0.1:{origin_port}/png/{{K}}/p{{I}}.png",
     }
@@ -358,14 +384,15 @@ def main():
         for round_index in range(args.rounds):
             order = ["imageloader", "thumbor"] if round_index % 2 == 0 else ["thumbor", "imageloader"]
             for name in order:
-                server = (imageloader(args.binary, ours_port, "--result-cache-mb", "0", "--queue", "4096")
+                server = (imageloader(args.binary, ours_port, "--result-cache-mb", "0", "--queue", "4096",
+                                      "--max-animation-frames", "100")
                           if name == "imageloader" else thumbor(thumbor_bin, thumbor_port, work))
                 port = ours_port if name == "imageloader" else thumbor_port
                 try:
                     for fmt in FORMATS:
                         if (name, fmt) not in patterns:
                             continue
-                        count = min(args.photos, MODERN_SOURCES) if ">" in fmt else args.photos
+                        count = 1 if fmt == "gif>webp" else min(args.photos, MODERN_SOURCES) if ">" in fmt else args.photos
                         for c in connections:
                             r = wrk(f"http://127.0.0.1:{port}", patterns[(name, fmt)], count, c,
                                     args.duration, work, f"{name}-{fmt}-{c}")

@@ -182,6 +182,14 @@ def main():
     case("trim", framed_src, "t:10", framed[40:250, 60:330], 0, 0, "numpy bounding box of non-white")
     case("trim-color-equal", red_src, "t:20:ff0000:1:1", red[20:280, 50:350], 0, 0,
          "numpy: margins 30/20 and 50/100 made equal")
+    # Orientation: a PNG whose eXIf says "rotate 90 clockwise to show" (6).
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    Image.fromarray(rgb).save(os.path.join(SOURCES, "oriented.png"), exif=exif.tobytes())
+    case("auto-rotate", "oriented.png", "w:0", np.rot90(rgb, -1), 0, 0, "numpy rot90: the orientation applied")
+    case("no-auto-rotate", "oriented.png", "ar:0", rgb, 0, 0, "the pixels as stored")
+    case("auto-rotate-then-rotate", "oriented.png", "rot:90", np.rot90(rgb, 2), 0, 0,
+         "numpy: the orientation, then 90 more")
     # Effects.
     flat = Image.alpha_composite(Image.new("RGBA", (320, 240), (16, 32, 48, 255)), Image.fromarray(logo, "RGBA"))
     case("background", logo_src, "bg:102030", np.asarray(flat), 1, 0.1, "Pillow alpha_composite")

@@ -35,8 +35,10 @@ struct ImageProcessor: Sendable {
         let plan: ProcessingPlan
         if let trim = options.trim {
             // Trim looks at the source's own pixels: a full decode, then the plan for what is left.
+            // Without auto-rotation the pixels are taken as stored, whatever the source says.
             let full = try decoder.thumbnail(
-                .bytes(bytes), options: thumbnailOptions(width: upright.0, height: upright.1, autoRotate: autoRotate))
+                .bytes(bytes), options: thumbnailOptions(width: upright.0, height: upright.1, autoRotate: autoRotate)
+            ).labelled(.up)
             let region = full.contentRegion(
                 threshold: trim.threshold, color: trim.color, equalHorizontal: trim.equalHorizontal,
                 equalVertical: trim.equalVertical)
@@ -59,7 +61,7 @@ struct ImageProcessor: Sendable {
             image = try decoder.thumbnail(
                 .bytes(bytes),
                 options: thumbnailOptions(width: decodeWidth, height: decodeHeight, autoRotate: autoRotate)
-            ).rotated(quarterTurns: turns).flipped(
+            ).labelled(.up).rotated(quarterTurns: turns).flipped(
                 horizontally: options.flipHorizontal, vertically: options.flipVertical)
         }
 

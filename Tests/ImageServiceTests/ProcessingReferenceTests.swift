@@ -87,7 +87,7 @@ struct ProcessingReferenceTests {
 
     @Test("the manifest lists every option's cases")
     func manifestIsThere() {
-        #expect(Self.manifest.cases.count >= 29)
+        #expect(Self.manifest.cases.count >= 32)
         #expect(Self.manifest.animation.frames.count == 4)
     }
 

@@ -19,6 +19,16 @@ extension RasterImage {
             hasAlpha: hasAlpha)
     }
 
+    /// The same pixels, as stored, labelled with `orientation`: `.up` to take them as
+    /// they are (imgproxy's `auto_rotate:0`), another value to say how to show them.
+    ///
+    /// ```swift
+    /// let asStored = try ImageDecoder().decode(.file(path: "phone.jpg")).labelled(.up)
+    /// ```
+    public func labelled(_ orientation: Orientation) -> RasterImage {
+        with(frames: frames, orientation: orientation)
+    }
+
     /// Moves every pixel to where the orientation shows it: output (x, y) takes the
     /// stored pixel the tag maps there.
     private func transform(_ pixels: [UInt8], outWidth: Int, outHeight: Int) -> [UInt8] {
