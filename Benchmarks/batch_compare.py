@@ -80,7 +80,7 @@ def main():
     parser.add_argument("--tool", default=os.environ.get("IMAGELOADER", os.path.join(ROOT, ".build-release/release/imageloader")))
     args = parser.parse_args()
     if not os.access(args.tool, os.X_OK):
-        sys.exit(f"batch_compare: {args.tool} is not an executable (see README.md, Performance)")
+        sys.exit(f"batch_compare: {args.tool} is not an executable (see Benchmarks/README.md)")
     for tool in ("curl", "vipsthumbnail"):
         if shutil.which(tool) is None:
             sys.exit(f"batch_compare: {tool} not found (bash ../shared/bench/setup.sh installs it)")

@@ -47,7 +47,7 @@ def main():
     args = parser.parse_args()
     for path in (args.tool, args.pngdec):
         if not os.access(path, os.X_OK):
-            sys.exit(f"decode_compare: {path} is not an executable (see README.md, Performance)")
+            sys.exit(f"decode_compare: {path} is not an executable (see Benchmarks/README.md)")
 
     cases = [
         ("photo.jpg", ["djpeg", "-outfile", "/dev/null"], "djpeg"),

@@ -115,7 +115,7 @@ public final class ImageService: Service, Sendable {
         public var jxlQuality = 75
         /// Answer AVIF to requests whose `Accept` lists `image/avif` and whose URL names
         /// no format (before WebP). Off by default: an AV1 encode costs several times a
-        /// WebP one (README.md's performance section has the figures).
+        /// WebP one (Benchmarks/README.md has the figures).
         public var autoAVIF = false
         /// Answer WebP to requests whose `Accept` lists `image/webp` and whose URL names no
         /// format. On by default (imgproxy's `IMGPROXY_AUTO_WEBP` is off by default: every

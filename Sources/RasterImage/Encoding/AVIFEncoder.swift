@@ -5,7 +5,7 @@ import CAVIF
 ///
 /// The defaults suit a thumbnail service: libaom at speed 9, one thread (the
 /// caller's pool runs encodes side by side). AV1 encoding costs far more than JPEG or
-/// WebP; README.md's performance section gives the measured time and size.
+/// WebP; Benchmarks/README.md gives the measured time and size.
 ///
 /// ```swift
 /// let avif = try AVIFEncoder(quality: 60).encode(thumbnail)
