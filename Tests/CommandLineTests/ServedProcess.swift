@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import TestOrigin
 import Testing
 
 #if canImport(Glibc)
@@ -267,8 +268,3 @@ final class RawConnection {
         return (received, false)
     }
 }
-
-/// How much slower than a plain debug build this run is expected to be:
-/// `IMAGELOADER_TEST_TIME_SCALE` (`scripts/sanitize.sh` sets 4), at least 1.
-let testTimeScale = max(
-    1, ProcessInfo.processInfo.environment["IMAGELOADER_TEST_TIME_SCALE"].flatMap(Double.init) ?? 1)

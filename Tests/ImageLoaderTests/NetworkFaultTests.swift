@@ -37,8 +37,7 @@ struct NetworkFaultTests {
     /// timeout at least twice as long (``withFaults``' 60 s; 120 s where the read timeout
     /// is tested), or forever. `IMAGELOADER_TEST_TIME_SCALE` stretches it under the
     /// sanitizers.
-    static let bound =
-        30.0 * (ProcessInfo.processInfo.environment["IMAGELOADER_TEST_TIME_SCALE"].flatMap(Double.init) ?? 1)
+    static let bound = 30.0 * testTimeScale
 
     /// A good PNG response, cacheable for an hour.
     static let good = FaultOrigin.response(

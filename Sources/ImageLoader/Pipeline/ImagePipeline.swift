@@ -160,11 +160,6 @@ final class ImagePipeline: Sendable {
         }
     }
 
-    /// Whether a load for `key` is under way (for tests).
-    func isLoading(_ key: ProductKey) -> Bool {
-        state.withLock { $0.loads[key] != nil }
-    }
-
     /// Tasks still running (background revalidations and prefetches among them).
     var runningTasks: [Task<Void, Never>] { state.withLock { $0.loads.values.compactMap(\.task) } }
 

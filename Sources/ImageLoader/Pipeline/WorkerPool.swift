@@ -16,8 +16,8 @@ final class WorkerPool: Sendable {
         pool.start()
     }
 
-    /// Runs `body` on a worker thread. Throws what `body` throws, or
-    /// `ImageLoadingError(.shutDown)` once the pool is stopped.
+    /// Runs `body` on a worker thread. Throws what `body` throws, or NIO's
+    /// `NIOThreadPoolError.ThreadPoolInactive` once the pool is stopped.
     func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         guard let niceness else { return try await pool.runIfActive(body) }
         return try await pool.runIfActive {

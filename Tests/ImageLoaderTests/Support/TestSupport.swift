@@ -179,11 +179,10 @@ func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
     // Only a state never reached should get here: the whole suite shares two cores, where
     // synchronous tests can hold both of the cooperative pool's threads for many seconds
     // (20 s was once not enough), and the sanitizers slow everything several times.
-    let scale = ProcessInfo.processInfo.environment["IMAGELOADER_TEST_TIME_SCALE"].flatMap(Double.init) ?? 1
-    let deadline = ContinuousClock.now + .seconds(120 * max(1, scale))
+    let deadline = ContinuousClock.now + .seconds(120 * testTimeScale)
     while !condition() {
         guard ContinuousClock.now < deadline else {
-            Issue.record("waited \(120 * max(1, scale)) s for \(what)")
+            Issue.record("waited \(120 * testTimeScale) s for \(what)")
             return
         }
         try await Task.sleep(for: .milliseconds(10))
