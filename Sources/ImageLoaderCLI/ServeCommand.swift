@@ -470,29 +470,12 @@ struct ServeCommand: AsyncParsableCommand {
         } catch {
             throw CommandFailure("cannot start: \(error)")
         }
-        let limit = ConnectionLimit(maximum: connections)
-        let requestDeadlineMilliseconds = Int64(settings.timeout * 1000) + 1000
-        let router = Router(context: ImageServiceRequestContext.self)
         let metricsText: @Sendable () -> String = { registry.emitToString() }
-        service.addRoutes(to: router, metricsText: settings.metricsBind == nil ? metricsText : nil)
         let (host, port) = (settings.host, settings.port)
-        let app = Application(
-            router: router,
-            // Connections past the limit are closed when accepted (ConnectionLimitHandler), idle
-            // ones after --idle-timeout, and one whose request has not arrived in full within
-            // --timeout (and a second, for a late upload's 504 to go first) too
-            // (RequestDeadlineHandler); work for a client that has gone stops
-            // (ClientDepartureHandler); results in the cache are answered on the event loop,
-            // before the router (CachedResultHandler).
-            server: .http1(
-                configuration: .init(
-                    additionalChannelHandlers: [
-                        ConnectionLimitHandler(limit: limit),
-                        RequestDeadlineHandler(deadline: .milliseconds(requestDeadlineMilliseconds)),
-                        ClientDepartureHandler(), CachedResultHandler(service: service),
-                    ],
-                    idleTimeout: .milliseconds(Int64(settings.idleTimeout * 1000)))),
-            configuration: .init(address: .hostname(host, port: port), serverName: nil),
+        let app = service.application(
+            host: host, port: port, maxConnections: connections,
+            idleTimeout: .milliseconds(Int64(settings.idleTimeout * 1000)),
+            metricsText: settings.metricsBind == nil ? metricsText : nil,
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? port
                 // The one line a supervisor or a test reads to find the port.

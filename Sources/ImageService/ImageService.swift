@@ -8,25 +8,15 @@ import ServiceLifecycle
 /// A thumbnail service that speaks imgproxy's URLs: parse and check the URL, fetch the
 /// source through an `ImageLoader` (its RFC 9111 disk cache, one download per URL),
 /// make the thumbnail on a bounded number of workers, and answer with the caching
-/// headers a CDN needs. Mount it in your own Hummingbird router
-/// (``addRoutes(to:metricsText:)``), or run `imageloader serve`.
+/// headers a CDN needs. ``application(host:port:maxConnections:idleTimeout:metricsText:onServerRunning:logger:)``
+/// makes the hardened HTTP application in one call (what `imageloader serve` runs);
+/// ``addRoutes(to:metricsText:)`` mounts the routes in a router of your own.
 ///
 /// ```swift
 /// var configuration = ImageService.Configuration()
 /// configuration.signature = try URLSignature(hexPairs: [(key: key, salt: salt)])
 /// let service = try ImageService(configuration: configuration)
-/// let router = Router(context: ImageServiceRequestContext.self)
-/// service.addRoutes(to: router)
-/// let connections = ConnectionLimit(maximum: 4096)
-/// let app = Application(
-///     router: router,
-///     server: .http1(
-///         configuration: .init(
-///             additionalChannelHandlers: [
-///                 ConnectionLimitHandler(limit: connections), RequestDeadlineHandler(deadline: .seconds(11)),
-///                 ClientDepartureHandler(), CachedResultHandler(service: service),
-///             ],
-///             idleTimeout: .seconds(60))))
+/// let app = service.application(host: "0.0.0.0", port: 8080)
 /// try await ServiceGroup(services: [service, app], gracefulShutdownSignals: [.sigterm], logger: logger).run()
 /// ```
 ///
