@@ -209,12 +209,8 @@ struct ProcessingPlan: Sendable, Hashable {
             left = scaleToEven(width, gravity.x) - innerWidth / 2
             top = scaleToEven(height, gravity.y) - innerHeight / 2
         } else {
-            func offset(_ value: Double, _ side: Int) -> Int {
-                abs(value) >= 1
-                    ? Int(exactly: (value * dpr).rounded(.toNearestOrEven)) ?? 0 : scaleToEven(side, value)
-            }
-            let offsetX = offset(gravity.x, width)
-            let offsetY = offset(gravity.y, height)
+            let offsetX = offset(gravity.x, of: width, dpr: dpr)
+            let offsetY = offset(gravity.y, of: height, dpr: dpr)
             left = halfToEven(width - innerWidth + 1) + offsetX
             top = halfToEven(height - innerHeight + 1) + offsetY
             switch gravity.type {
@@ -236,6 +232,12 @@ struct ProcessingPlan: Sendable, Hashable {
             top = max(0, min(top, height - innerHeight))
         }
         return (left, top)
+    }
+
+    /// An offset in pixels: `value` times `dpr` from 1 (or -1) on, else a fraction of `side`
+    /// (imgproxy's rule for gravity offsets and watermark gaps).
+    static func offset(_ value: Double, of side: Int, dpr: Double) -> Int {
+        abs(value) >= 1 ? Int(exactly: (value * dpr).rounded(.toNearestOrEven)) ?? 0 : scaleToEven(side, value)
     }
 
     /// `value` / 2 rounded half to even (imgproxy's `ShrinkToEven(value, 2)`).

@@ -48,13 +48,10 @@ final class WatermarkImage: Sendable {
                 gravity: gravity, dpr: dpr, allowsOverflow: true)
             places = [PixelPoint(x: x, y: y)]
         case .tiled:
-            func gap(_ value: Double, _ side: Int) -> Int {
-                abs(value) >= 1
-                    ? Int(exactly: (value * dpr).rounded(.toNearestOrEven)) ?? 0
-                    : ProcessingPlan.scaleToEven(side, value)
-            }
-            let stepX = mark.width + max(0, min(result.width, gap(options.x, result.width)))
-            let stepY = mark.height + max(0, min(result.height, gap(options.y, result.height)))
+            let stepX =
+                mark.width + max(0, min(result.width, ProcessingPlan.offset(options.x, of: result.width, dpr: dpr)))
+            let stepY =
+                mark.height + max(0, min(result.height, ProcessingPlan.offset(options.y, of: result.height, dpr: dpr)))
             // One layer of the result's size holding every tile, drawn once: the work and the
             // memory follow the result's pixels, however small the mark is scaled.
             return result.composited(

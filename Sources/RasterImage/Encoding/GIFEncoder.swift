@@ -23,10 +23,7 @@ public struct GIFEncoder: Sendable, Hashable {
     /// Encodes frame `frame` of `image` as a still GIF.
     public func encode(_ image: RasterImage, frame: Int = 0) throws(ImageEncodingError) -> [UInt8] {
         try ImageEncodingError.checkFrame(frame, of: image, format: .gif)
-        let still = RasterImage(
-            width: image.width, height: image.height, bytesPerRow: image.bytesPerRow, frames: [image.frames[frame]],
-            alphaMode: image.alphaMode, loopCount: image.loopCount, orientation: image.orientation,
-            iccProfile: nil, format: image.format, hasAlpha: image.hasAlpha)!
+        let still = image.with(frames: [image.frames[frame]])
         return try encodeAnimation(still)
     }
 

@@ -46,18 +46,7 @@ public struct PhotoMetadata: Sendable, Hashable, Codable {
 
     /// The fields of an EXIF block (a TIFF structure, "Exif\0\0" first or not).
     init?(exif block: ArraySlice<UInt8>) {
-        var bytes = Array(block)
-        let prefix: [UInt8] = Array("Exif".utf8) + [0, 0]
-        if bytes.starts(with: prefix) { bytes.removeFirst(prefix.count) }
-        guard bytes.count >= 8 else { return nil }
-        let littleEndian: Bool
-        switch (bytes[0], bytes[1]) {
-        case (0x49, 0x49): littleEndian = true
-        case (0x4D, 0x4D): littleEndian = false
-        default: return nil
-        }
-        let tiff = TIFFReader(cursor: BinaryCursor(bytes, littleEndian: littleEndian))
-        guard tiff.cursor.uint16(at: 2) == 42, let first = tiff.cursor.uint32(at: 4).map(Int.init) else { return nil }
+        guard let (tiff, first) = TIFFReader.open(block) else { return nil }
         self.init()
         let root = tiff.entries(at: first)
         make = root[0x010F].flatMap(tiff.text)
@@ -105,18 +94,9 @@ public struct PhotoMetadata: Sendable, Hashable, Codable {
         // Read in place when the bytes are an array already (a whole source: no copy).
         let bytes = fileBytes as? [UInt8] ?? Array(fileBytes.prefix(64 << 20))
         guard let found = exifBlock(in: bytes) else { return nil }
-        var block = Array(found)
-        let prefix: [UInt8] = Array("Exif".utf8) + [0, 0]
-        if block.starts(with: prefix) { block.removeFirst(prefix.count) }
-        guard block.count >= 8 else { return nil }
-        let littleEndian: Bool
-        switch (block[0], block[1]) {
-        case (0x49, 0x49): littleEndian = true
-        case (0x4D, 0x4D): littleEndian = false
-        default: return nil
-        }
-        let tiff = TIFFReader(cursor: BinaryCursor(block, littleEndian: littleEndian))
-        guard tiff.cursor.uint16(at: 2) == 42, let first = tiff.cursor.uint32(at: 4).map(Int.init) else { return nil }
+        guard let (tiff, first) = TIFFReader.open(found) else { return nil }
+        var block = tiff.cursor.bytes
+        let littleEndian = tiff.cursor.littleEndian
         let root = tiff.entries(at: first)
         switch keeping {
         case .all:
@@ -226,8 +206,28 @@ public struct PhotoMetadata: Sendable, Hashable, Codable {
 }
 
 /// Reads TIFF directories and values through a bounds-checked cursor.
-private struct TIFFReader {
+struct TIFFReader {
     let cursor: BinaryCursor<[UInt8]>
+
+    /// A reader of an EXIF block ("Exif\0\0" first or not) and the offset of its first
+    /// directory; `nil` unless it starts with a TIFF header.
+    static func open(_ block: some Collection<UInt8>) -> (reader: TIFFReader, firstDirectory: Int)? {
+        var bytes = Array(block)
+        let prefix: [UInt8] = Array("Exif".utf8) + [0, 0]
+        if bytes.starts(with: prefix) { bytes.removeFirst(prefix.count) }
+        guard bytes.count >= 8 else { return nil }
+        let littleEndian: Bool
+        switch (bytes[0], bytes[1]) {
+        case (0x49, 0x49): littleEndian = true
+        case (0x4D, 0x4D): littleEndian = false
+        default: return nil
+        }
+        let reader = TIFFReader(cursor: BinaryCursor(bytes, littleEndian: littleEndian))
+        guard reader.cursor.uint16(at: 2) == 42, let first = reader.cursor.uint32(at: 4).map(Int.init) else {
+            return nil
+        }
+        return (reader, first)
+    }
 
     /// One directory entry: its type, count and where its value is (inline or at an offset).
     struct Entry {
