@@ -73,16 +73,19 @@ let package = Package(
             name: "CJXL",
             linkerSettings: [.linkedLibrary("jxl")]
         ),
+        // What the other targets share and users never see (package access only): the
+        // lock, the one way to wait, shared work, the scheduler, deadlines.
+        .target(name: "ImageLoaderSupport"),
         .target(
             name: "RasterImage",
             dependencies: [
-                "CPNG", "CJPEG", "CGIF", "CTIFF", "CWebP", "CLCMS", "CDeflate", "CISAL", "CHEIF", "CAVIF", "CJXL",
+                "ImageLoaderSupport", "CPNG", "CJPEG", "CGIF", "CTIFF", "CWebP", "CLCMS", "CDeflate", "CISAL", "CHEIF", "CAVIF", "CJXL",
             ]
         ),
         .target(
             name: "ImageLoader",
             dependencies: [
-                "RasterImage",
+                "ImageLoaderSupport", "RasterImage",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -99,7 +102,7 @@ let package = Package(
         .target(
             name: "ImageService",
             dependencies: [
-                "RasterImage",
+                "ImageLoaderSupport", "RasterImage",
                 "ImageLoader",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -114,7 +117,7 @@ let package = Package(
         .executableTarget(
             name: "ImageLoaderCLI",
             dependencies: [
-                "RasterImage",
+                "ImageLoaderSupport", "RasterImage",
                 "ImageLoader",
                 "ImageService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -143,7 +146,7 @@ let package = Package(
         .testTarget(
             name: "ImageLoaderTests",
             dependencies: [
-                "ImageLoader", "RasterImage", "TestOrigin",
+                "ImageLoader", "ImageLoaderSupport", "RasterImage", "TestOrigin",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -152,7 +155,7 @@ let package = Package(
         .testTarget(
             name: "ImageServiceTests",
             dependencies: [
-                "ImageService", "RasterImage", "TestOrigin",
+                "ImageService", "ImageLoaderSupport", "RasterImage", "TestOrigin",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),

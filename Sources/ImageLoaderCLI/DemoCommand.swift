@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import ArgumentParser
 import Foundation
 import HTTPTypes

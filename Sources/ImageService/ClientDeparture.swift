@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import Hummingbird
 import NIOCore
 import RasterImage
@@ -83,8 +84,7 @@ public struct ImageServiceRequestContext: ChannelRequestContext {
 final class ClientDeparture: Sendable {
     private struct State {
         var departed = false
-        var nextID: UInt64 = 0
-        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
     }
 
     private let state = Lock(State())
@@ -93,7 +93,7 @@ final class ClientDeparture: Sendable {
 
     /// The client has gone: every waiter returns, and so will any later one.
     func depart() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
             state.departed = true
             defer { state.waiters = [:] }
             return Array(state.waiters.values)
@@ -104,29 +104,14 @@ final class ClientDeparture: Sendable {
     /// Throws ``ServiceError`` 499 once the client has gone, or `CancellationError` once
     /// the calling task is cancelled.
     func left() async throws -> Never {
-        await wait()
-        throw Task.isCancelled ? CancellationError() : ServiceError.clientClosed
-    }
-
-    /// Returns once the client has gone, or once the calling task is cancelled.
-    func wait() async {
-        let id = state.withLock { state -> UInt64 in
-            state.nextID += 1
-            return state.nextID
+        let id = Identity.next()
+        try await state.suspend { state, continuation in
+            if state.departed { return .success(()) }
+            state.waiters[id] = continuation
+            return nil
+        } onCancel: { state in
+            state.waiters.removeValue(forKey: id)
         }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                // A task is marked cancelled before its handler runs, and the handler takes
-                // the lock: either this sees the mark, or the handler finds the waiter.
-                let now = state.withLock { state -> Bool in
-                    if state.departed || Task.isCancelled { return true }
-                    state.waiters[id] = continuation
-                    return false
-                }
-                if now { continuation.resume() }
-            }
-        } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
-        }
+        throw ServiceError.clientClosed
     }
 }

@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import CoreMetrics
 import NIOCore
 import RasterImage

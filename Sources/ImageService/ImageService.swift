@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import CoreMetrics
 import Foundation
 import ImageLoader
@@ -148,7 +149,7 @@ public final class ImageService: Service, Sendable {
     /// from `admission`, so clients that send a body slowly hold no place of image
     /// requests; as many as workers, each at most `maxSourceBytes`.
     private let bodies: WorkScheduler
-    private let shared = SharedStage<ProcessingKey, ProcessingOutcome>()
+    private let shared = SharedWork<ProcessingKey, ProcessingOutcome, Never>()
     let metrics: ServiceMetrics
     private let decoder = ImageDecoder()
     /// The source limits, for reading headers before any work.

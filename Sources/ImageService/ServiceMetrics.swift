@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import CoreMetrics
 import Foundation
 import RasterImage

@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import RasterImage
 
 /// The service's watermark (`--watermark-path`), decoded once at start, with the

@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import AsyncHTTPClient
 import Foundation
 import RasterImage

@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import Dispatch
 import Foundation
 import RasterImage

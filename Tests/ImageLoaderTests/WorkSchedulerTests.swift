@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import RasterImage
 import Testing
 

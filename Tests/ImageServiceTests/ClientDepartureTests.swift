@@ -6,18 +6,18 @@ import Testing
 
 @Suite("A client that leaves")
 struct ClientDepartureTests {
-    @Test("waiters return when the client goes, later ones at once; a cancelled waiter returns without it")
+    @Test("waiters end with 499 when the client goes, later ones at once; a cancelled waiter ends without it")
     func waiters() async throws {
         let departure = ClientDeparture()
-        let early = Task { await departure.wait() }
-        let cancelled = Task { await departure.wait() }
+        let early = Task { try await departure.left() }
+        let cancelled = Task { try await departure.left() }
         cancelled.cancel()
-        await cancelled.value
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
         #expect(!departure.hasDeparted)
         departure.depart()
-        await early.value
+        await #expect(throws: ServiceError.clientClosed) { try await early.value }
         #expect(departure.hasDeparted)
-        await departure.wait()
+        await #expect(throws: ServiceError.clientClosed) { try await departure.left() }
     }
 
     @Test("end-of-input and a closed connection count as departures; requests on the channel find the handler")

@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import Crypto
 import Foundation
 import Logging

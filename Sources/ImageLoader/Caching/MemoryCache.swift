@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import Foundation
 import RasterImage
 

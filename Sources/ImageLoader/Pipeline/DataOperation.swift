@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import Foundation
 import RasterImage
 
@@ -58,7 +59,7 @@ struct DataOperation: CachedProductMaking {
             format: try context.acceptedFormat(body, declaredContentType: response.value("Content-Type"), url: urlText))
     }
 
-    func product(ofDownload download: SharedStage<DownloadKey, DataResponse>.Outcome) async throws -> (Bytes, [UInt8]?)
+    func product(ofDownload download: SharedWork<DownloadKey, DataResponse, ImageProduct>.Outcome) async throws -> (Bytes, [UInt8]?)
     {
         let response = download.value
         let format = try context.acceptedFormat(

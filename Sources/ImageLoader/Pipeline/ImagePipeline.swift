@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import Foundation
 import RasterImage
 
@@ -26,7 +27,7 @@ final class ImagePipeline: Sendable {
         }
 
         func updatePriority(floor: LoadPriority) {
-            priority.priority = max(floor, callers.values.max() ?? floor)
+            priority.ownRank = max(floor, callers.values.max() ?? floor).rawValue
         }
     }
 

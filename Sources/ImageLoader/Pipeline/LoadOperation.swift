@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import Foundation
 import Logging
 import RasterImage
@@ -145,7 +146,7 @@ struct LoadOperation: CachedProductMaking {
     }
 
     /// A 200 of an accepted type, made into the product.
-    func product(ofDownload download: SharedStage<DownloadKey, DataResponse>.Outcome) async throws -> (
+    func product(ofDownload download: SharedWork<DownloadKey, DataResponse, ImageProduct>.Outcome) async throws -> (
         Made, [UInt8]?
     ) {
         let response = download.value
@@ -176,7 +177,7 @@ struct LoadOperation: CachedProductMaking {
     /// The product made from downloaded bytes. Alone, it is made the leanest way (a
     /// thumbnail shrinks while loading); shared with other products of the same
     /// download, one decode serves them all (``DecodePlan``) and each is resampled from it.
-    private func make(from download: SharedStage<DownloadKey, DataResponse>.Outcome) async throws -> (
+    private func make(from download: SharedWork<DownloadKey, DataResponse, ImageProduct>.Outcome) async throws -> (
         RasterImage, [UInt8]?
     ) {
         let body = download.value.body

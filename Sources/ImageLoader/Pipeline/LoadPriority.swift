@@ -1,3 +1,5 @@
+import ImageLoaderSupport
+
 /// How urgent a load is. Higher runs first when the loader is at its limits.
 public enum LoadPriority: Int, Sendable, Hashable, Comparable, CaseIterable, Codable {
     /// Prefetches: only when nothing else waits.
@@ -21,4 +23,18 @@ public enum QueueOrder: String, Sendable, Hashable, Codable {
     case fifo
     /// Newest first: what a scrolling list wants (the rows on screen now were asked for last).
     case lifo
+}
+
+extension PriorityHandle {
+    /// A handle at `priority`.
+    package convenience init(_ priority: LoadPriority) { self.init(rank: priority.rawValue) }
+}
+
+extension WorkScheduler.Order {
+    package init(_ order: QueueOrder) {
+        switch order {
+        case .fifo: self = .fifo
+        case .lifo: self = .lifo
+        }
+    }
 }

@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import RasterImage
 
 /// The loader's work outside the pipeline's loads: `data(for:)`, `decode(_:)`,

@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import Foundation
 import Logging
 import RasterImage
@@ -18,9 +19,9 @@ struct PipelineContext: Sendable {
     /// The work outside the pipeline's loads, which shutdown waits for.
     let operations = Operations()
     /// One request per URL and header fields, whatever products wait for it.
-    let downloads = SharedStage<DownloadKey, DataResponse>()
+    let downloads = SharedWork<DownloadKey, DataResponse, ImageProduct>()
     /// One decode per download and plan, shared by the products made from it.
-    let decodes = SharedStage<DecodeKey, ReducedImage>()
+    let decodes = SharedWork<DecodeKey, ReducedImage, ImageProduct>()
     var logger: Logger { configuration.logger }
     /// The configuration's clock, kept apart: a hit reads it, and reading it through
     /// the configuration would copy the configuration.
@@ -44,8 +45,8 @@ struct PipelineContext: Sendable {
         self.memoryCache = memoryCache
         self.dataLoader = dataLoader
         self.workers = workers
-        network = WorkScheduler(limit: configuration.concurrentLoads, order: configuration.queueOrder)
-        decoding = WorkScheduler(limit: configuration.decodingThreads, order: configuration.queueOrder)
+        network = WorkScheduler(limit: configuration.concurrentLoads, order: .init(configuration.queueOrder))
+        decoding = WorkScheduler(limit: configuration.decodingThreads, order: .init(configuration.queueOrder))
         metrics = LoaderMetrics()
         recentFailures = RecentFailures()
         var headers = configuration.requestHeaders
@@ -117,7 +118,7 @@ struct PipelineContext: Sendable {
     func download(
         _ request: DataRequest, product: ImageProduct?, priority: PriorityHandle,
         progress: @escaping @Sendable (Int, Int?) -> Void
-    ) async throws -> SharedStage<DownloadKey, DataResponse>.Outcome {
+    ) async throws -> SharedWork<DownloadKey, DataResponse, ImageProduct>.Outcome {
         let (loader, metrics, network, downloads) = (dataLoader, self.metrics, self.network, self.downloads)
         return try await mappingErrors(request.url.absoluteString) {
             try await downloads.value(

@@ -1,4 +1,4 @@
-import NIOConcurrencyHelpers
+import ImageLoaderSupport
 import NIOPosix
 
 /// Threads of their own for blocking calls that wait rather than compute (resolving a
@@ -19,7 +19,7 @@ package final class WaitingThreads: Sendable {
     }
 
     private let threads: Int
-    private let state = NIOLockedValueBox(State.idle)
+    private let state = Lock(State.idle)
 
     /// A pool of `threads` threads (at least 1), none started yet.
     package init(threads: Int) {
@@ -34,7 +34,7 @@ package final class WaitingThreads: Sendable {
     /// long the blocking call takes. `body` is then not started, or, when it already
     /// runs, finishes on its thread and its result is dropped.
     package func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        let pool = try state.withLockedValue { state throws -> NIOThreadPool in
+        let pool = try state.withLock { state throws(NIOThreadPoolError.ThreadPoolInactive) -> NIOThreadPool in
             switch state {
             case .running(let pool):
                 return pool
@@ -47,74 +47,30 @@ package final class WaitingThreads: Sendable {
                 throw NIOThreadPoolError.ThreadPoolInactive()
             }
         }
-        let waiter = Waiter<T>()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                guard waiter.wait(continuation) else { return }
-                pool.submit { work in
-                    guard case .active = work else {
-                        return waiter.finish(.failure(NIOThreadPoolError.ThreadPoolInactive()))
+        // The caller's continuation, until the result or the cancellation takes it.
+        let slot = Lock<CheckedContinuation<T, any Error>?>(nil)
+        return try await slot.suspend { slot, continuation in
+            slot = continuation
+            return nil
+        } started: {
+            // Outside the lock: a pool that has stopped runs the item here and now.
+            pool.submit { work in
+                // Taken by a cancellation already: `body` is not started.
+                guard slot.withLock({ $0 != nil }) else { return }
+                let result: Result<T, any Error> =
+                    if case .active = work { Result(catching: body) } else {
+                        .failure(NIOThreadPoolError.ThreadPoolInactive())
                     }
-                    guard !waiter.isFinished else { return }
-                    waiter.finish(Result(catching: body))
-                }
+                slot.withLock { $0.take() }?.resume(with: result)
             }
-        } onCancel: {
-            waiter.finish(.failure(CancellationError()))
-        }
-    }
-
-    /// One caller's continuation, resumed once: by the result, or by cancellation,
-    /// whichever comes first.
-    private final class Waiter<T: Sendable>: Sendable {
-        private enum Phase {
-            case starting
-            case waiting(CheckedContinuation<T, any Error>)
-            case cancelledEarly
-            case finished
-        }
-
-        private let phase = NIOLockedValueBox(Phase.starting)
-
-        /// Keeps `continuation`; false (and resumed with `CancellationError`) when the
-        /// task was cancelled before it got here.
-        func wait(_ continuation: CheckedContinuation<T, any Error>) -> Bool {
-            let cancelled = phase.withLockedValue { phase -> Bool in
-                guard case .starting = phase else {
-                    phase = .finished
-                    return true
-                }
-                phase = .waiting(continuation)
-                return false
-            }
-            if cancelled { continuation.resume(throwing: CancellationError()) }
-            return !cancelled
-        }
-
-        var isFinished: Bool {
-            phase.withLockedValue { if case .finished = $0 { true } else { false } }
-        }
-
-        func finish(_ result: Result<T, any Error>) {
-            let continuation = phase.withLockedValue { phase -> CheckedContinuation<T, any Error>? in
-                switch phase {
-                case .starting:
-                    phase = .cancelledEarly
-                    return nil
-                case .waiting(let continuation):
-                    phase = .finished
-                    return continuation
-                case .cancelledEarly, .finished:
-                    return nil
-                }
-            }
-            continuation?.resume(with: result)
+        } onCancel: { slot in
+            slot.take()
         }
     }
 
     /// Stops the threads once what they run has returned; later calls to ``run(_:)`` throw.
     package func shutdown() async throws {
-        let pool = state.withLockedValue { state -> NIOThreadPool? in
+        let pool = state.withLock { state -> NIOThreadPool? in
             defer { state = .stopped }
             if case .running(let pool) = state { return pool }
             return nil

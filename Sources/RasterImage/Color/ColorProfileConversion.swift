@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import CLCMS
 
 /// The colour model of pixels handed to ``ColorProfileConversion``.

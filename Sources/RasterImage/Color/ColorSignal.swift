@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import CLCMS
 
 /// Colour described by code points (ITU-T H.273: HEIF's and AVIF's `nclx`, JPEG XL's

@@ -1,27 +1,29 @@
-import Foundation
-import RasterImage
-
-/// One stage of the pipeline (a download, a decode): at most one run per key at a
-/// time, whatever number of loads wait for it. The run's priority is the highest of
-/// its waiters'; when the last waiter leaves, the run is cancelled. A waiter that
-/// leaves gets `CancellationError` at once.
+/// Work shared by key: at most one run per key at a time, whatever number of callers
+/// wait for it (the loader's downloads and decodes, the service's thumbnails). The
+/// run's priority is the highest of its waiters'; when the last waiter leaves, the run
+/// is cancelled. A waiter that leaves gets `CancellationError` at once.
 ///
-/// Registration and removal happen under one lock, in the order they are made: a
-/// waiter cancelled before it registered is refused at registration, never left behind.
-package final class SharedStage<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+/// Each waiter may bring a `Tag`, what it will make of the value (the loader's image
+/// products): every waiter learns the tags of all the run's waiters, to make each of
+/// them once.
+///
+/// Waiters wait through ``Lock/suspend(register:started:onCancel:)``: registration and
+/// removal happen under one lock, and a waiter cancelled before it registered is
+/// refused there, never left behind.
+package final class SharedWork<Key: Hashable & Sendable, Value: Sendable, Tag: Equatable & Sendable>: Sendable {
     /// What a waiter receives: the value, the run's identity (for the keys of later
-    /// stages) and the products that were waiting when it ended, earliest first.
+    /// stages) and the tags of the waiters there were when it ended, earliest first.
     package struct Outcome: Sendable {
         package let value: Value
-        let run: UInt64
-        /// The products waiting when the run ended, earliest first, without repeats.
-        let products: [ImageProduct]
+        package let run: UInt64
+        /// The waiters' tags when the run ended, earliest first, without repeats.
+        package let products: [Tag]
         /// Whether this waiter was the first to ask: it does what must happen once per
         /// run (remembering a failed request).
-        let isFirst: Bool
+        package let isFirst: Bool
         /// Work that must happen once per run, whichever waiter asks first (one disk
         /// write per download, however many loads of the URL share it).
-        let once: RunOnce
+        package let once: RunOnce
     }
 
     package typealias Work =
@@ -30,13 +32,13 @@ package final class SharedStage<Key: Hashable & Sendable, Value: Sendable>: Send
 
     private struct Waiter {
         let continuation: CheckedContinuation<Outcome, any Error>
-        let product: ImageProduct?
+        let product: Tag?
         let progress: (@Sendable (Int, Int?) -> Void)?
     }
 
     private final class Run {
         let id: UInt64
-        let priority = PriorityHandle(.veryLow)
+        let priority = PriorityHandle(rank: Int.min)
         let once = RunOnce()
         var waiters: [UInt64: Waiter] = [:]
         var task: Task<Void, Never>?
@@ -45,16 +47,8 @@ package final class SharedStage<Key: Hashable & Sendable, Value: Sendable>: Send
         init(id: UInt64) { self.id = id }
     }
 
-    private enum Registration {
-        case pending
-        case cancelledBeforeRegistering
-        case waiting(Key)
-    }
-
     private struct State {
         var runs: [Key: Run] = [:]
-        var registrations: [UInt64: Registration] = [:]
-        var nextID: UInt64 = 0
         var started = 0
         var joined = 0
     }
@@ -67,43 +61,37 @@ package final class SharedStage<Key: Hashable & Sendable, Value: Sendable>: Send
     package var counts: (started: Int, joined: Int) { state.withLock { ($0.started, $0.joined) } }
 
     /// The value for `key`: joins the run under way, or starts `work`. `product` is
-    /// what the waiter makes of it (`nil`: nothing, the bytes are wanted as they are).
+    /// what the waiter makes of it (`nil`: nothing, the value is wanted as it is).
     package func value(
-        for key: Key, product: ImageProduct?, priority: PriorityHandle,
+        for key: Key, product: Tag?, priority: PriorityHandle,
         progress: (@Sendable (Int, Int?) -> Void)? = nil, work: @escaping Work
     ) async throws -> Outcome {
-        let id = state.withLock { state -> UInt64 in
-            state.nextID += 1
-            state.registrations[state.nextID] = .pending
-            return state.nextID
-        }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Outcome, any Error>) in
-                let refused = state.withLock { state -> Bool in
-                    guard case .pending = state.registrations[id] else {
-                        state.registrations[id] = nil
-                        return true
-                    }
-                    state.registrations[id] = .waiting(key)
-                    let run: Run
-                    if let existing = state.runs[key], !existing.isCancelled {
-                        run = existing
-                        state.joined += 1
-                    } else {
-                        state.nextID += 1
-                        run = Run(id: state.nextID)
-                        state.runs[key] = run
-                        state.started += 1
-                        run.task = start(run, key: key, work: work)
-                    }
-                    run.waiters[id] = Waiter(continuation: continuation, product: product, progress: progress)
-                    run.priority.add(id, priority)
-                    return false
-                }
-                if refused { continuation.resume(throwing: CancellationError()) }
+        let id = Identity.next()
+        return try await state.suspend { state, continuation in
+            let run: Run
+            if let existing = state.runs[key], !existing.isCancelled {
+                run = existing
+                state.joined += 1
+            } else {
+                run = Run(id: Identity.next())
+                state.runs[key] = run
+                state.started += 1
+                run.task = start(run, key: key, work: work)
             }
-        } onCancel: {
-            leave(id)
+            run.waiters[id] = Waiter(continuation: continuation, product: product, progress: progress)
+            run.priority.add(id, priority)
+            return nil
+        } onCancel: { state in
+            // The waiter leaves now; the last to leave cancels the run. (A waiter whose
+            // run has ended was resumed by it, and is in no run: ids are never reused.)
+            guard let run = state.runs[key], let waiter = run.waiters.removeValue(forKey: id) else { return nil }
+            run.priority.remove(id)
+            if run.waiters.isEmpty {
+                run.isCancelled = true
+                run.task?.cancel()
+                state.runs[key] = nil
+            }
+            return waiter.continuation
         }
     }
 
@@ -131,11 +119,10 @@ package final class SharedStage<Key: Hashable & Sendable, Value: Sendable>: Send
         let (waiters, once) = state.withLock { state -> ([(UInt64, Waiter)], RunOnce?) in
             guard let run = state.runs[key], run.id == runID else { return ([], nil) }
             state.runs[key] = nil
-            for id in run.waiters.keys { state.registrations[id] = nil }
             return (run.waiters.sorted { $0.key < $1.key }, run.once)
         }
         guard let once else { return }
-        var products: [ImageProduct] = []
+        var products: [Tag] = []
         for case let product? in waiters.map(\.1.product) where !products.contains(product) {
             products.append(product)
         }
@@ -145,30 +132,6 @@ package final class SharedStage<Key: Hashable & Sendable, Value: Sendable>: Send
                     Outcome(value: $0, run: runID, products: products, isFirst: index == 0, once: once)
                 })
         }
-    }
-
-    /// A waiter's task was cancelled: it leaves now; the last to leave cancels the run.
-    private func leave(_ id: UInt64) {
-        let waiter = state.withLock { state -> Waiter? in
-            switch state.registrations[id] {
-            case .pending:
-                state.registrations[id] = .cancelledBeforeRegistering
-                return nil
-            case .waiting(let key):
-                state.registrations[id] = nil
-                guard let run = state.runs[key], let waiter = run.waiters.removeValue(forKey: id) else { return nil }
-                run.priority.remove(id)
-                if run.waiters.isEmpty {
-                    run.isCancelled = true
-                    run.task?.cancel()
-                    state.runs[key] = nil
-                }
-                return waiter
-            case .cancelledBeforeRegistering, nil:
-                return nil
-            }
-        }
-        waiter?.continuation.resume(throwing: CancellationError())
     }
 }
 
@@ -180,7 +143,7 @@ package final class RunOnce: Sendable {
     private let tasks = Lock<[String: Task<Bool, Never>]>([:])
 
     /// `body`'s answer for `name`, run by the first caller only.
-    func value(_ name: String, _ body: @escaping @Sendable () async -> Bool) async -> Bool {
+    package func value(_ name: String, _ body: @escaping @Sendable () async -> Bool) async -> Bool {
         let task = tasks.withLock { tasks in
             if let running = tasks[name] { return running }
             // Not cancelled with the caller that started it: a write under way finishes,
