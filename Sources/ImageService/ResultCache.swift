@@ -64,88 +64,28 @@ struct RequestKey: Hashable, Sendable {
     }
 }
 
-/// Processed images in memory, bounded by their bytes, evicted by the CLOCK algorithm
-/// (a hit only sets a flag; the hand skips recently used entries once), so a hit costs
-/// a dictionary lookup under a lock and nothing more.
-final class ResultCache: Sendable {
-    private struct Slot {
-        var key: RequestKey
-        var result: ProcessedResult
-        var referenced: Bool
-    }
-
-    private struct State {
-        var index: [RequestKey: Int] = [:]
-        var slots: [Slot?] = []
-        var free: [Int] = []
-        var hand = 0
-        var bytes = 0
-    }
-
-    private let state = Lock(State())
-    let maxBytes: Int
+/// Processed images in memory, bounded by their bytes: a ``BoundedCache`` (SIEVE, so a
+/// hit costs a dictionary lookup and a flag under a lock) whose stale entries are
+/// dropped when found.
+struct ResultCache: Sendable {
+    private let results: BoundedCache<RequestKey, ProcessedResult>
 
     init(maxBytes: Int) {
-        self.maxBytes = maxBytes
+        results = BoundedCache(limits: .init(maxBytes: maxBytes))
     }
+
+    var maxBytes: Int { results.limits.maxBytes }
 
     /// The result for `key` while it is fresh at `now`.
     func fresh(_ key: RequestKey, at now: Date) -> ProcessedResult? {
-        state.withLock { state -> ProcessedResult? in
-            guard let position = state.index[key], let slot = state.slots[position] else { return nil }
-            guard slot.result.meta.freshUntil > now else {
-                ResultCache.remove(at: position, &state)
-                return nil
-            }
-            state.slots[position]?.referenced = true
-            return slot.result
-        }
+        results.value(for: key) { $0.meta.freshUntil > now ? .use : .drop }
     }
 
     /// Keeps `result` unless it alone takes more than a quarter of the cache.
     func insert(_ result: ProcessedResult, for key: RequestKey) {
-        let cost = result.body.readableBytes
-        guard cost <= maxBytes / 4 else { return }
-        state.withLock { state in
-            if let position = state.index[key] { ResultCache.remove(at: position, &state) }
-            while state.bytes + cost > maxBytes, !state.index.isEmpty { ResultCache.evictOne(&state) }
-            let slot = Slot(key: key, result: result, referenced: false)
-            let position: Int
-            if let reused = state.free.popLast() {
-                position = reused
-                state.slots[reused] = slot
-            } else {
-                position = state.slots.count
-                state.slots.append(slot)
-            }
-            state.index[key] = position
-            state.bytes += cost
-        }
+        results.insert(result, cost: result.body.readableBytes, for: key)
     }
 
     /// Entries held and their bytes.
-    var usage: (count: Int, bytes: Int) { state.withLock { ($0.index.count, $0.bytes) } }
-
-    private static func evictOne(_ state: inout State) {
-        // Two turns at most: the first clears the flags it passes.
-        for _ in 0..<(2 * state.slots.count) {
-            let position = state.hand
-            state.hand = (state.hand + 1) % state.slots.count
-            guard let slot = state.slots[position] else { continue }
-            if slot.referenced {
-                state.slots[position]?.referenced = false
-            } else {
-                remove(at: position, &state)
-                return
-            }
-        }
-    }
-
-    private static func remove(at position: Int, _ state: inout State) {
-        guard let slot = state.slots[position] else { return }
-        state.index[slot.key] = nil
-        state.bytes -= slot.result.body.readableBytes
-        state.slots[position] = nil
-        state.free.append(position)
-    }
+    var usage: (count: Int, bytes: Int) { results.usage }
 }

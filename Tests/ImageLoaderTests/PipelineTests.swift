@@ -236,22 +236,24 @@ struct MemoryCacheTests {
         RasterImage(width: side, height: side, pixels: [UInt8](repeating: 1, count: side * side * 4))!
     }
 
-    @Test("least recently used images go first, by decoded bytes")
+    @Test("SIEVE by decoded bytes: a marked image is spared once, the hand moves on from where it stopped")
     func evictionByBytes() {
         var configuration = MemoryCache.Configuration()
         configuration.maxBytes = 3 * 40_000
         configuration.maxEntryFraction = 0.5
         let cache = MemoryCache(configuration: configuration)
         for key in ["a", "b", "c"] { cache.insert(image(100), response: nil, freshUntil: .distantFuture, for: key) }
-        _ = cache.peek("a")  // a becomes the most recently used
+        _ = cache.peek("a")  // a is marked: the hand spares it and takes b
         cache.insert(image(100), response: nil, freshUntil: .distantFuture, for: "d")
         #expect(cache.peek("b") == nil)
-        #expect(cache.keysByRecency == ["d", "a", "c"])
+        #expect(cache.keysNewestFirst == ["d", "c", "a"])
         #expect(cache.usage.bytes == 120_000)
-        // A bigger image pushes out as many as it needs.
-        cache.insert(image(120), response: nil, freshUntil: .distantFuture, for: "big")  // 57,600 bytes: under half
-        #expect(cache.usage.bytes <= 120_000)
-        #expect(cache.keysByRecency.first == "big")
+        // A bigger image (57,600 bytes: under half) pushes out as many as it needs,
+        // from where the hand stopped: c, then d; a, unmarked on the first pass, stays
+        // only because the room is made before it comes up.
+        cache.insert(image(120), response: nil, freshUntil: .distantFuture, for: "big")
+        #expect(cache.keysNewestFirst == ["big", "a"])
+        #expect(cache.usage.bytes == 57_600 + 40_000)
     }
 
     @Test("one image larger than its share is not kept")
@@ -272,44 +274,56 @@ struct MemoryCacheTests {
         configuration.timeToLive = 60
         let cache = MemoryCache(configuration: configuration, clock: { clock.now })
         for key in ["a", "b", "c"] { cache.insert(image(10), response: nil, freshUntil: .distantFuture, for: key) }
-        #expect(cache.keysByRecency == ["c", "b"])
+        #expect(cache.keysNewestFirst == ["c", "b"])
         clock.advance(by: 61)
         #expect(cache.peek("c") == nil)
         cache.insert(image(10), response: nil, freshUntil: .distantFuture, for: "d")
         cache.insert(image(10), response: nil, freshUntil: .distantFuture, for: "e")
         cache.setMaxBytes(400)
-        #expect(cache.keysByRecency == ["e"])
+        #expect(cache.keysNewestFirst == ["e"])
         cache.removeAll()
         #expect(cache.usage.count == 0 && cache.usage.bytes == 0)
     }
 
-    @Test("the recency order matches a plain list model under random hits, inserts and removals")
-    func recencyModel() {
+    @Test("what is kept matches a plain model of SIEVE under random hits, inserts and removals")
+    func sieveModel() {
         var configuration = MemoryCache.Configuration()
         configuration.maxCount = 8
         let cache = MemoryCache(configuration: configuration)
-        var model: [String] = []  // most recent first
+        // Oldest first, with the marks; the hand names the entry the next eviction looks at first.
+        var model: [(key: String, marked: Bool)] = []
+        var hand: String?
+        func removeFromModel(_ key: String) {
+            guard let index = model.firstIndex(where: { $0.key == key }) else { return }
+            if hand == key { hand = index + 1 < model.count ? model[index + 1].key : nil }
+            model.remove(at: index)
+        }
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<5_000 {
             let key = "k\(Int.random(in: 0..<12, using: &generator))"
             switch Int.random(in: 0..<4, using: &generator) {
             case 0:
                 cache.insert(image(2), response: nil, freshUntil: .distantFuture, for: key)
-                model.removeAll { $0 == key }
-                model.insert(key, at: 0)
-                if model.count > 8 { model.removeLast() }
+                removeFromModel(key)
+                if model.count >= 8 {
+                    var index = hand.flatMap { name in model.firstIndex { $0.key == name } } ?? 0
+                    while model[index].marked {
+                        model[index].marked = false
+                        index = (index + 1) % model.count
+                    }
+                    hand = index + 1 < model.count ? model[index + 1].key : nil
+                    model.remove(at: index)
+                }
+                model.append((key, false))
             case 1:
                 cache.remove(key)
-                model.removeAll { $0 == key }
+                removeFromModel(key)
             default:
                 let hit = cache.peek(key) != nil
-                #expect(hit == model.contains(key))
-                if hit {
-                    model.removeAll { $0 == key }
-                    model.insert(key, at: 0)
-                }
+                #expect(hit == model.contains { $0.key == key })
+                if let index = model.firstIndex(where: { $0.key == key }) { model[index].marked = true }
             }
-            #expect(cache.keysByRecency == model)
+            #expect(cache.keysNewestFirst == model.reversed().map(\.key))
         }
         #expect(cache.usage.bytes == model.count * 16)
     }

@@ -2,9 +2,12 @@ import ImageLoaderSupport
 import Foundation
 import RasterImage
 
-/// Decoded images in memory, least recently used first out, sized by their decoded
-/// bytes (`RasterImage.cost`) plus, for thumbnails, their encoded bytes. Safe from any thread; ``peek(_:)`` answers
-/// synchronously, for code that cannot await.
+/// Decoded images in memory, sized by their decoded bytes (`RasterImage.cost`) plus,
+/// for thumbnails, their encoded bytes, evicted by SIEVE (a hit marks its image; to make
+/// room, a hand passes from the oldest towards the newest, sparing each marked image
+/// once; it hits more often than least-recently-used on skewed workloads, and a hit is
+/// cheaper: see `Benchmarks/cache_policy.py`). Safe from any thread; ``peek(_:)``
+/// answers synchronously, for code that cannot await.
 ///
 /// ```swift
 /// var configuration = MemoryCache.Configuration()
@@ -51,51 +54,34 @@ public final class MemoryCache: Sendable {
         var cost: Int { image.cost + (encoded?.bytes.count ?? 0) }
     }
 
-    private struct State {
-        var entries: [String: Node] = [:]
-        var head: Node?  // most recently used
-        var tail: Node?  // least recently used
-        var bytes = 0
-        var configuration: Configuration
-    }
-
-    /// A node of the recency list. Each node holds the next older one strongly, so the
-    /// list from `head` keeps its nodes alive; the link back to the newer one is
-    /// `unowned(unsafe)` (no reference counting on the hit path): every node in the list
-    /// is also in `entries`, and a node's links are cleared when it leaves the list, so
-    /// the link never outlives its target. Only touched under the cache's lock.
-    private final class Node {
-        let key: String
-        let entry: Entry
-        unowned(unsafe) var newer: Node?
-        var older: Node?
-
-        init(key: String, entry: Entry) {
-            self.key = key
-            self.entry = entry
-        }
-    }
-
-    private let state: Lock<State>
+    private let entries: BoundedCache<String, Entry>
+    private let timeToLive: TimeInterval?
     private let clock: @Sendable () -> Date
 
     /// An empty cache with `configuration`'s limits; `clock` reads the time to live's time.
     public init(configuration: Configuration = Configuration(), clock: @escaping @Sendable () -> Date = { Date() }) {
-        state = Lock(State(configuration: configuration))
+        entries = BoundedCache(
+            limits: .init(
+                maxBytes: configuration.maxBytes, maxCount: configuration.maxCount,
+                maxEntryFraction: configuration.maxEntryFraction))
+        timeToLive = configuration.timeToLive
         self.clock = clock
     }
 
     /// The limits in force.
     public var configuration: Configuration {
-        state.withLock { $0.configuration }
+        let limits = entries.limits
+        var configuration = Configuration()
+        configuration.maxBytes = limits.maxBytes
+        configuration.maxCount = limits.maxCount
+        configuration.maxEntryFraction = limits.maxEntryFraction
+        configuration.timeToLive = timeToLive
+        return configuration
     }
 
     /// Changes the byte limit, evicting at once if the cache is over it.
     public func setMaxBytes(_ maxBytes: Int) {
-        state.withLock { state in
-            state.configuration.maxBytes = max(0, maxBytes)
-            MemoryCache.trim(&state)
-        }
+        entries.setMaxBytes(maxBytes)
     }
 
     /// The image for `key` if it is held and not past its time to live.
@@ -103,24 +89,20 @@ public final class MemoryCache: Sendable {
         entry(for: key)?.image
     }
 
-    /// The entry for `key`, made the most recently used, unless it is past its time to live.
+    /// The entry for `key`, marked as used, unless it is past its time to live (then it is removed).
     func entry(for key: String) -> Entry? {
         let now = clock()
-        return state.withLock { state -> Entry? in
-            guard let node = MemoryCache.live(key, at: now, &state) else { return nil }
-            MemoryCache.moveToFront(node, &state)
-            return node.entry
-        }
+        return entries.value(for: key) { isLive($0, at: now) ? .use : .drop }
     }
 
     /// The image (and encoded bytes) for `key` when it is held, within its time to
-    /// live and fresh at `now`: the hit path, which copies out only what it returns.
+    /// live and fresh at `now`: the hit path. A stale image is kept for revalidation.
     func freshHit(for key: String, at now: Date) -> (image: RasterImage, encoded: EncodedImage?)? {
-        state.withLock { state -> (RasterImage, EncodedImage?)? in
-            guard let node = MemoryCache.live(key, at: now, &state), node.entry.freshUntil > now else { return nil }
-            MemoryCache.moveToFront(node, &state)
-            return (node.entry.image, node.entry.encoded)
+        let entry = entries.value(for: key) { entry in
+            guard isLive(entry, at: now) else { return .drop }
+            return entry.freshUntil > now ? .use : .keep
         }
+        return entry.map { ($0.image, $0.encoded) }
     }
 
     /// Adds (or replaces) an image. Returns `false` when it is larger than one entry may be.
@@ -130,112 +112,28 @@ public final class MemoryCache: Sendable {
         for key: String
     ) -> Bool {
         let entry = Entry(image: image, encoded: encoded, response: response, added: clock(), freshUntil: freshUntil)
-        return state.withLock { state in
-            let limit = Int(Double(state.configuration.maxBytes) * state.configuration.maxEntryFraction)
-            if let old = state.entries[key] { MemoryCache.unlink(old, &state) }
-            guard entry.cost <= limit else { return false }
-            MemoryCache.pushFront(Node(key: key, entry: entry), &state)
-            MemoryCache.trim(&state)
-            return true
-        }
+        return entries.insert(entry, cost: entry.cost, for: key)
     }
 
     /// Removes one image.
     public func remove(_ key: String) {
-        state.withLock { state in
-            if let node = state.entries[key] { MemoryCache.unlink(node, &state) }
-        }
+        entries.remove(key)
     }
 
     /// Removes every image.
     public func removeAll() {
-        state.withLock { MemoryCache.clear(&$0) }
+        entries.removeAll()
     }
 
     /// Images held and their decoded bytes.
-    public var usage: (count: Int, bytes: Int) {
-        state.withLock { ($0.entries.count, $0.bytes) }
-    }
+    public var usage: (count: Int, bytes: Int) { entries.usage }
 
-    /// The keys from most to least recently used.
-    var keysByRecency: [String] {
-        state.withLock { state in
-            var keys: [String] = []
-            var node = state.head
-            while let current = node {
-                keys.append(current.key)
-                node = current.older
-            }
-            return keys
-        }
-    }
+    /// The keys held, newest first (for tests).
+    var keysNewestFirst: [String] { entries.keysNewestFirst }
 
-    /// The node for `key`, unless it is past its time to live at `now` (then it is removed).
-    private static func live(_ key: String, at now: Date, _ state: inout State) -> Node? {
-        guard let node = state.entries[key] else { return nil }
-        if let ttl = state.configuration.timeToLive, now.timeIntervalSince(node.entry.added) > ttl {
-            unlink(node, &state)
-            return nil
-        }
-        return node
-    }
-
-    private static func pushFront(_ node: Node, _ state: inout State) {
-        linkAtFront(node, &state)
-        state.entries[node.key] = node
-        state.bytes += node.entry.cost
-    }
-
-    private static func linkAtFront(_ node: Node, _ state: inout State) {
-        node.older = state.head
-        node.newer = nil
-        state.head?.newer = node
-        state.head = node
-        if state.tail == nil { state.tail = node }
-    }
-
-    private static func unlink(_ node: Node, _ state: inout State) {
-        detach(node, &state)
-        state.entries[node.key] = nil
-        state.bytes -= node.entry.cost
-    }
-
-    /// Takes `node` out of the recency list only.
-    private static func detach(_ node: Node, _ state: inout State) {
-        if let older = node.older { older.newer = node.newer } else { state.tail = node.newer }
-        if let newer = node.newer { newer.older = node.older } else { state.head = node.older }
-        node.newer = nil
-        node.older = nil
-    }
-
-    /// Makes `node`, already held, the most recently used, without touching `entries`.
-    private static func moveToFront(_ node: Node, _ state: inout State) {
-        guard state.head !== node else { return }
-        detach(node, &state)
-        linkAtFront(node, &state)
-    }
-
-    /// Empties the cache, unlinking every node.
-    private static func clear(_ state: inout State) {
-        var node = state.head
-        state.head = nil
-        state.tail = nil
-        while let current = node {
-            node = current.older
-            current.older = nil
-            current.newer = nil
-        }
-        state.entries = [:]
-        state.bytes = 0
-    }
-
-    private static func trim(_ state: inout State) {
-        while let tail = state.tail,
-            state.bytes > state.configuration.maxBytes
-                || state.configuration.maxCount.map({ state.entries.count > $0 }) ?? false
-        {
-            unlink(tail, &state)
-        }
+    private func isLive(_ entry: Entry, at now: Date) -> Bool {
+        guard let timeToLive else { return true }
+        return now.timeIntervalSince(entry.added) <= timeToLive
     }
 }
 
