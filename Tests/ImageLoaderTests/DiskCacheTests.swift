@@ -90,6 +90,37 @@ struct DiskCacheTests {
         #expect(cache.statistics.bytes <= 35_000)
     }
 
+    @Test("the index is written for entries written or removed, not for each hit; hits go with the next write")
+    func indexWrites() throws {
+        let harness = LoaderHarness()
+        defer { Task { await harness.cleanUp() } }
+        let clock = harness.clock
+        let index = harness.directory + "/index.json"
+        func saved() throws -> [String: DiskCache.IndexEntry] {
+            try JSONDecoder().decode([String: DiskCache.IndexEntry].self, from: Data(contentsOf: URL(fileURLWithPath: index)))
+        }
+        let cache = try DiskCache(directory: harness.directory, clock: { clock.now })
+        for n in 0..<64 { try cache.store(response("https://x/\(n)", clock: clock), body: [UInt8(n)]) }
+        // The 64th entry written writes the index.
+        #expect(try saved().count == 64)
+        let written = try Data(contentsOf: URL(fileURLWithPath: index))
+        clock.advance(by: 5)
+        for _ in 0..<3 { for n in 0..<64 { #expect(cache.response(for: "https://x/\(n)") != nil) } }
+        // 192 hits within 10 seconds of the last write: the file is as it was.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: index)) == written)
+        // A flush with nothing changed writes nothing; with hits to record, it writes their times.
+        cache.flush()
+        let hit = DiskCache.hash(of: "https://x/0")
+        #expect(try saved()[hit]?.lastAccess == clock.now.timeIntervalSince1970)
+        try FileManager.default.removeItem(atPath: index)
+        cache.flush()
+        #expect(!FileManager.default.fileExists(atPath: index))
+        // A hit alone writes the index once the last write is over 10 seconds old.
+        clock.advance(by: 11)
+        #expect(cache.response(for: "https://x/1") != nil)
+        #expect(try saved()[DiskCache.hash(of: "https://x/1")]?.lastAccess == clock.now.timeIntervalSince1970)
+    }
+
     @Test("clean-up by modification or creation date, one URL, or everything")
     func cleanUp() throws {
         let harness = LoaderHarness()

@@ -8,6 +8,7 @@ import Benchmark
 import Foundation
 import ImageLoader
 import RasterImage
+import Synchronization
 
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration.maxDuration = .seconds(5)
@@ -138,6 +139,25 @@ let benchmarks: @Sendable () -> Void = {
             try expect(statistics.thumbnailsMade == resamples, "\(statistics.thumbnailsMade) resamples")
         }
     }
+    // Disk hits on a cache of 10,000 entries (memory cache off): each hit records its
+    // access in the disk cache's index, which is written to disk whole. When every 64th
+    // hit rewrote it, a hit-heavy process re-encoded the 10,000-entry index constantly.
+    Benchmark(
+        "Disk-cache hits on 10,000 entries, image(for:) x1000, memory cache off",
+        configuration: .init(
+            metrics: [.wallClock, .throughput], timeUnits: .milliseconds, maxDuration: .seconds(10),
+            maxIterations: 30)
+    ) { benchmark in
+        let stage = try await DiskHitStage.shared.value
+        var sources: [LoadedImage.Source] = []
+        benchmark.startMeasurement()
+        for index in 0..<1_000 {
+            sources.append(try await stage.loader.image(for: stage.urls[(stage.next() + index) % stage.urls.count]).source)
+        }
+        benchmark.stopMeasurement()
+        try expect(sources.allSatisfy { $0 == .disk }, "answered from \(Set(sources.map { "\($0)" })), not only disk")
+    }
+
     // A burst of prefetches behind one load slot: 10,000 distinct URLs queue at the
     // loader's scheduler and are released one at a time. The bytes come from memory
     // (a DataLoading that answers at once), so the time is the pipeline's and the
@@ -297,7 +317,7 @@ enum PrefetchStage {
             let now = Date()
             return DataResponse(
                 url: request.url, status: 200,
-                headers: [HeaderField("Content-Type", "image/png")], body: body, requestTime: now,
+                headers: [HeaderField("Content-Type", "image/png"), HeaderField("Cache-Control", "max-age=86400")], body: body, requestTime: now,
                 responseTime: now)
         }
 
@@ -311,5 +331,36 @@ enum PrefetchStage {
         configuration.dataLoader = MemoryBytes(
             body: try PNGEncoder().encode(RasterImage(width: 1, height: 1, pixels: [9, 8, 7, 255], hasAlpha: false)!))
         return try ImageLoader(configuration: configuration)
+    }
+}
+
+/// A loader whose disk cache holds 10,000 entries (1x1 PNGs from memory), memory cache off.
+final class DiskHitStage: Sendable {
+    static let shared = Task { try await DiskHitStage() }
+
+    let loader: ImageLoader
+    let urls: [URL]
+    private let cursor = Mutex(0)
+
+    /// Where the next iteration starts, so iterations hit different entries.
+    func next() -> Int {
+        cursor.withLock {
+            $0 += 1_000
+            return $0
+        }
+    }
+
+    private init() async throws {
+        var configuration = try PrefetchStage.loader().configuration
+        configuration.concurrentLoads = 8
+        configuration.cacheImagesInMemory = false
+        configuration.cacheDirectory = NSTemporaryDirectory() + "imageloader-disk-hits-" + UUID().uuidString
+        loader = try ImageLoader(configuration: configuration)
+        urls = (0..<10_000).map { URL(string: "http://disk-hits.invalid/\($0).png")! }
+        loader.prefetch(urls)
+        await loader.waitForBackgroundWork()
+        loader.diskCache?.flush()
+        let entries = loader.diskCache?.statistics.entries ?? 0
+        try expect(entries == urls.count, "\(entries) entries on disk for \(urls.count) URLs")
     }
 }

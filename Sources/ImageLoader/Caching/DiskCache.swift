@@ -71,7 +71,10 @@ public final class DiskCache: Sendable {
     private struct State {
         var index: [String: IndexEntry] = [:]
         var totalBytes = 0
+        /// Entries written or removed since the index was last written.
         var changesSinceFlush = 0
+        /// Whether anything in the index (an access time included) differs from what was last written.
+        var isDirty = false
         var lastFlush = Date.distantPast
         /// Bytes stored since the folder was last read again (another process may share it), and when.
         var bytesSinceRescan = 0
@@ -408,14 +411,18 @@ public final class DiskCache: Sendable {
         return Counters(corruptEntriesRemoved: max(0, counters.corruptEntriesRemoved))
     }
 
-    /// Writes the access index now (it is otherwise written every few changes).
+    /// Writes the access index now if anything in it changed since it was last
+    /// written (it is otherwise written after 64 entries are written or removed, or
+    /// when a change comes 10 seconds after the last write).
     public func flush() {
-        let snapshot = state.withLock { state -> [String: IndexEntry] in
+        let snapshot = state.withLock { state -> [String: IndexEntry]? in
+            guard state.isDirty else { return nil }
             state.changesSinceFlush = 0
+            state.isDirty = false
             state.lastFlush = clock()
             return state.index
         }
-        guard let data = try? JSONEncoder().encode(snapshot) else { return }
+        guard let snapshot, let data = try? JSONEncoder().encode(snapshot) else { return }
         try? write([UInt8](data), to: indexPath)
     }
 
@@ -433,7 +440,10 @@ public final class DiskCache: Sendable {
         FileSystem.remove(file)
         let stamp = folderStamp()
         state.withLock { state in
-            if let entry = state.index.removeValue(forKey: name) { state.totalBytes -= entry.size }
+            if let entry = state.index.removeValue(forKey: name) {
+                state.totalBytes -= entry.size
+                state.isDirty = true
+            }
             state.folderStamp = stamp
         }
     }
@@ -459,14 +469,19 @@ public final class DiskCache: Sendable {
         let needsFlush = state.withLock { state -> Bool in
             guard state.index[hash] != nil else { return false }
             state.index[hash]?.lastAccess = now
-            return noteChange(&state)
+            // An access time alone is not worth writing the whole index for (a hit-heavy
+            // process rewrote it every 64 hits): it goes with the next write, or alone
+            // once the last write is 10 seconds old.
+            state.isDirty = true
+            return clock().timeIntervalSince(state.lastFlush) > 10
         }
         if needsFlush { flush() }
     }
 
-    /// The index is written after 64 changes, or 10 seconds after the last write.
+    /// An entry was written: the index is written after 64 of them, or 10 seconds after its last write.
     private func noteChange(_ state: inout State) -> Bool {
         state.changesSinceFlush += 1
+        state.isDirty = true
         return state.changesSinceFlush >= 64 || clock().timeIntervalSince(state.lastFlush) > 10
     }
 
