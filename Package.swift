@@ -4,7 +4,8 @@ import PackageDescription
 
 let package = Package(
     name: "ImageLoader",
-    platforms: [.macOS(.v15)],
+    // Built and tested on Linux (Debian 12, glibc) only, and so declared for no other
+    // platform: ImageLoaderSupport calls glibc directly, and no Darwin build is claimed.
     products: [
         .library(name: "RasterImage", targets: ["RasterImage"]),
         .library(name: "ImageLoader", targets: ["ImageLoader"]),
@@ -156,6 +157,7 @@ let package = Package(
             name: "ImageServiceTests",
             dependencies: [
                 "ImageService", "ImageLoaderSupport", "RasterImage", "TestOrigin",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),

@@ -1,3 +1,5 @@
+import ImageLoaderSupport
+import NIOPosix
 import RasterImage
 
 /// Why a load gave no image: the reason, the URL, and the HTTP status when there was one.
@@ -87,5 +89,30 @@ public struct ImageLoadingError: Error, Sendable, Hashable, CustomStringConverti
         case .shutDown: text = "the loader is shut down"
         }
         return "\(url): \(text)"
+    }
+}
+
+extension ImageLoadingError {
+    /// What any error met while loading `url` means to a caller: the loader's one
+    /// mapping. A decoder's error becomes `.decoding`, a cancellation `.cancelled`, the
+    /// worker or waiting threads stopped `.shutDown`, and anything else a `.network` failure with
+    /// its description (the HTTP client's errors are mapped by ``HTTPDataLoader`` first).
+    init(mapping error: any Error, url: String) {
+        switch error {
+        case let error as ImageLoadingError: self = error
+        case let error as ImageDecodingError: self.init(.decoding(error), url: url)
+        case is CancellationError: self.init(.cancelled, url: url)
+        case is NIOThreadPoolError.ThreadPoolInactive, is WaitingThreads.Stopped: self.init(.shutDown, url: url)
+        default: self.init(.network(String(describing: error)), url: url)
+        }
+    }
+}
+
+/// `body`'s value, or what it throws as ``ImageLoadingError`` (``ImageLoadingError/init(mapping:url:)``).
+func mappingErrors<T>(_ url: String, _ body: () async throws -> T) async throws(ImageLoadingError) -> T {
+    do {
+        return try await body()
+    } catch {
+        throw ImageLoadingError(mapping: error, url: url)
     }
 }

@@ -3,9 +3,6 @@ import Foundation
 import ImageLoader
 import RasterImage
 
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// One input of a batch: what the user named, and the URL the loader gets.
 struct BatchItem: Sendable {
@@ -236,7 +233,7 @@ final class ProgressReporter: Sendable {
     init(total: Int, stream: Int32) {
         self.total = total
         self.stream = stream
-        isTerminal = isatty(stream) == 1
+        isTerminal = System.isTerminal(stream)
     }
 
     func finished(_ input: String, source: String, failed: Bool) {
@@ -273,7 +270,7 @@ final class ProgressReporter: Sendable {
     }
 
     private func write(_ text: String) {
-        var bytes = Array(text.utf8)
-        bytes.withUnsafeMutableBytes { _ = Glibc.write(stream, $0.baseAddress, $0.count) }
+        // A progress line that cannot be written (a closed pipe) is not worth failing for.
+        try? System.write(Array(text.utf8), to: stream)
     }
 }

@@ -2,9 +2,7 @@ import ArgumentParser
 import ImageLoader
 import RasterImage
 
-#if canImport(Glibc)
-import Glibc
-#endif
+import ImageLoaderSupport
 
 @main
 struct ImageLoaderCommand: AsyncParsableCommand {
@@ -29,16 +27,16 @@ struct ImageLoaderCommand: AsyncParsableCommand {
             }
         } catch let error as CommandFailure {
             Terminal.error(error.description)
-            Glibc.exit(1)
+            System.exit(1)
         } catch let error as ImageDecodingError {
             Terminal.error(error.description)
-            Glibc.exit(1)
+            System.exit(1)
         } catch let error as ImageEncodingError {
             Terminal.error(error.description)
-            Glibc.exit(1)
+            System.exit(1)
         } catch let error as ImageLoadingError {
             Terminal.error(error.description)
-            Glibc.exit(1)
+            System.exit(1)
         } catch {
             exit(withError: error)
         }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ImageLoaderSupport
 import CoreMetrics
 import Foundation
 import Hummingbird
@@ -521,17 +522,6 @@ enum FileDescriptorLimit {
     /// Raises the soft limit to the hard one (Debian's default soft limit, 1024, is the
     /// hard limit of a `select` loop, not of this process); returns the limit before and now.
     static func raiseToHardLimit() -> (before: Int, now: Int) {
-        var limit = rlimit()
-        guard getrlimit(resource, &limit) == 0 else { return (1024, 1024) }
-        let before = Int(clamping: limit.rlim_cur)
-        // An unlimited hard limit is not a count setrlimit takes for RLIMIT_NOFILE.
-        let wanted = limit.rlim_max == rlim_t.max ? max(limit.rlim_cur, 1 << 20) : limit.rlim_max
-        guard wanted > limit.rlim_cur else { return (before, before) }
-        var raised = limit
-        raised.rlim_cur = wanted
-        guard setrlimit(resource, &raised) == 0 else { return (before, before) }
-        return (before, Int(clamping: wanted))
+        System.raiseDescriptorLimit()
     }
-
-    private static let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
 }

@@ -3,22 +3,18 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#endif
+import ImageLoaderSupport
 
 /// Output of the command: results on stdout, one-line errors on stderr.
 enum Terminal {
     static func error(_ message: String) {
         let line = "imageloader: " + message.split(whereSeparator: \.isNewline).joined(separator: " ") + "\n"
-        var bytes = Array(line.utf8)
-        bytes.withUnsafeMutableBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+        try? System.write(Array(line.utf8), to: 2)
     }
 
     /// One line on stdout, written at once (not buffered), for a supervisor reading it.
     static func line(_ text: String) {
-        var bytes = Array((text + "\n").utf8)
-        bytes.withUnsafeMutableBytes { _ = Glibc.write(1, $0.baseAddress, $0.count) }
+        try? System.write(Array((text + "\n").utf8), to: 1)
     }
 
     /// One JSON object on one line, keys in the order given.

@@ -18,21 +18,13 @@ import NIOHTTPTypes
 /// Only `GET` and `HEAD` without a body or `Connection: close` are answered here, and
 /// only while no earlier request of the connection is still with the router, so answers
 /// keep the order of their requests. The router's middleware does not see these
-/// requests: add the handler only when nothing in front of ``ImageService/addRoutes(to:metricsText:)``
-/// must (authentication, rate limits). One handler per connection:
-///
-/// ```swift
-/// let app = Application(
-///     router: router,
-///     server: .http1(configuration: .init(additionalChannelHandlers: [
-///         ClientDepartureHandler(), CachedResultHandler(service: service),
-///     ])))
-/// ```
-public final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    public typealias InboundIn = HTTPRequestPart
-    public typealias InboundOut = HTTPRequestPart
-    public typealias OutboundIn = HTTPResponsePart
-    public typealias OutboundOut = HTTPResponsePart
+/// requests (so ``ImageService/connectionHandlers(maxConnections:)`` says: use it only
+/// when nothing in front of the routes must see every request). One per connection.
+final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
 
     private let service: ImageService
     /// Requests passed to the router whose answers have not ended yet.
@@ -50,11 +42,11 @@ public final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHa
     private var date: (second: Int, text: String) = (-1, "")
 
     /// A handler for one connection of `service`.
-    public init(service: ImageService) {
+    init(service: ImageService) {
         self.service = service
     }
 
-    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let part = unwrapInboundIn(data)
         switch part {
         case .head(let request):
@@ -81,7 +73,7 @@ public final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHa
         context.fireChannelRead(data)
     }
 
-    public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         if case .end = unwrapOutboundIn(data), withRouter > 0 { withRouter -= 1 }
         context.write(data, promise: promise)
     }

@@ -13,35 +13,27 @@ import RasterImage
 /// its client has gone; without this handler the service finishes every abandoned
 /// request and learns only when it writes the answer.
 ///
-/// Add one to each connection's pipeline and give the router a context that
-/// conforms to ``ChannelRequestContext`` (``ImageServiceRequestContext`` does):
-///
-/// ```swift
-/// let router = Router(context: ImageServiceRequestContext.self)
-/// service.addRoutes(to: router)
-/// let app = Application(
-///     router: router,
-///     server: .http1(configuration: .init(additionalChannelHandlers: [ClientDepartureHandler()])))
-/// ```
+/// One per connection, from ``ImageService/connectionHandlers(maxConnections:)``; the
+/// router's context must conform to ``ChannelRequestContext`` for requests to find it.
 ///
 /// A client that half-closes its side after sending a request, and still reads the
 /// answer, counts as gone: nginx treats it so too (`proxy_ignore_client_abort off`).
-public final class ClientDepartureHandler: ChannelInboundHandler, RemovableChannelHandler {
-    public typealias InboundIn = NIOAny
+final class ClientDepartureHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
 
     let departure = ClientDeparture()
 
     /// A handler for one connection (the `additionalChannelHandlers` closure makes one per connection).
-    public init() {}
+    init() {}
 
     /// End-of-input from the client: it has gone.
-    public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? ChannelEvent, event == .inputClosed { departure.depart() }
         context.fireUserInboundEventTriggered(event)
     }
 
     /// The connection closed (a reset included): the client has gone.
-    public func channelInactive(context: ChannelHandlerContext) {
+    func channelInactive(context: ChannelHandlerContext) {
         departure.depart()
         context.fireChannelInactive()
     }
@@ -55,7 +47,8 @@ public final class ClientDepartureHandler: ChannelInboundHandler, RemovableChann
 }
 
 /// A request context that carries the channel its request came on, so the service can
-/// stop working for a client that has gone (see ``ClientDepartureHandler``).
+/// stop working for a client that has gone (see
+/// ``ImageService/connectionHandlers(maxConnections:)``).
 public protocol ChannelRequestContext: RequestContext {
     /// The connection the request arrived on.
     var channel: any Channel { get }

@@ -27,15 +27,15 @@ import RasterImage
 ///
 /// Metrics: `imageservice_connections_open` (a gauge) and
 /// `imageservice_connections_refused_total`.
-public final class ConnectionLimit: Sendable {
+final class ConnectionLimit: Sendable {
     /// The most connections open at once.
-    public let maximum: Int
+    let maximum: Int
     private let count = Lock(0)
     private let openGauge: Gauge
     private let refusedCounter: Counter
 
     /// A limit of `maximum` connections (at least 1); `metricsFactory` `nil`: the process's `MetricsSystem`.
-    public init(maximum: Int, metricsFactory: (any MetricsFactory)? = nil) {
+    init(maximum: Int, metricsFactory: (any MetricsFactory)? = nil) {
         self.maximum = max(1, maximum)
         let factory = metricsFactory ?? MetricsSystem.factory
         openGauge = Gauge(label: "imageservice_connections_open", factory: factory)
@@ -43,7 +43,7 @@ public final class ConnectionLimit: Sendable {
     }
 
     /// The connections open now.
-    public var open: Int { count.withLock { $0 } }
+    var open: Int { count.withLock { $0 } }
 
     /// Takes a place; `false` (and counted as refused) when none is left.
     func enter() -> Bool {
@@ -73,37 +73,37 @@ public final class ConnectionLimit: Sendable {
 /// Closes its connection at once when the ``ConnectionLimit`` has no place left, and
 /// gives the place back when the connection closes. Put one first in each
 /// connection's `additionalChannelHandlers` (the closure makes one per connection).
-public final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandler {
-    public typealias InboundIn = NIOAny
+final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
 
     private let limit: ConnectionLimit
     /// Whether the connection was counted yet (it is counted once, active or refused).
     private var admitted: Bool?
 
     /// A handler for one connection, counted against `limit`.
-    public init(limit: ConnectionLimit) {
+    init(limit: ConnectionLimit) {
         self.limit = limit
     }
 
     /// Added to a connection that is already open: it is counted now.
-    public func handlerAdded(context: ChannelHandlerContext) {
+    func handlerAdded(context: ChannelHandlerContext) {
         if context.channel.isActive { admit(context) }
     }
 
     /// The connection opened: it takes a place, or is closed.
-    public func channelActive(context: ChannelHandlerContext) {
+    func channelActive(context: ChannelHandlerContext) {
         context.fireChannelActive()
         admit(context)
     }
 
     /// The connection closed: its place is free again.
-    public func channelInactive(context: ChannelHandlerContext) {
+    func channelInactive(context: ChannelHandlerContext) {
         release()
         context.fireChannelInactive()
     }
 
     /// Removed from the pipeline while the connection stays: its place is free again.
-    public func handlerRemoved(context: ChannelHandlerContext) {
+    func handlerRemoved(context: ChannelHandlerContext) {
         release()
     }
 

@@ -21,8 +21,8 @@ extension ImageService {
     /// | `GET /health` | `ok` |
     /// | `GET /metrics` | the metrics, when `metricsText` is given (Prometheus text) |
     ///
-    /// When `Context` is a ``ChannelRequestContext`` and the connection has a
-    /// ``ClientDepartureHandler``, a request whose client closes the connection stops
+    /// When `Context` is a ``ChannelRequestContext`` and the connection has the handlers
+    /// of ``connectionHandlers(maxConnections:)``, a request whose client closes the connection stops
     /// and is logged as 499.
     ///
     /// ```swift

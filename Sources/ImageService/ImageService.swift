@@ -29,7 +29,9 @@ import ServiceLifecycle
 /// queue as long: a slow sender holds no place of image requests. Identical
 /// requests in flight share one result; results are kept in memory while their source
 /// is fresh. With ``ImageServiceRequestContext`` (or any ``ChannelRequestContext``) and a
-/// ``ClientDepartureHandler`` on each connection, a request whose client has gone stops.
+/// the handlers of ``connectionHandlers(maxConnections:)`` on each connection (as
+/// ``application(host:port:maxConnections:idleTimeout:metricsText:onServerRunning:logger:)``
+/// puts them), a request whose client has gone stops.
 public final class ImageService: Service, Sendable {
     /// The service's settings; the defaults are safe on the open internet.
     public struct Configuration: Sendable {
@@ -197,12 +199,12 @@ public final class ImageService: Service, Sendable {
     /// `ServiceGroup`, stops first and finishes what is in flight), then shuts the
     /// loader down.
     public func run() async throws {
-        try await runEvery([{ try await self.loader.run() }, { try await self.fileReads.shutdown() }])
+        try await runEvery([{ try await self.loader.run() }, { await self.fileReads.shutdown() }])
     }
 
     /// Shuts the loader down (for use without a `ServiceGroup`).
     public func shutdown() async throws {
-        try await runEvery([{ try await self.fileReads.shutdown() }, { try await self.loader.shutdown() }])
+        try await runEvery([{ await self.fileReads.shutdown() }, { try await self.loader.shutdown() }])
     }
 
     // MARK: Processing

@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import ImageLoaderSupport
 
 /// An IP address as the resolver returns it, version 4 or 6.
 public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
@@ -11,18 +9,13 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
     /// and embedded IPv4. Anything else (a host name, `0x7f.1`, `2130706433`) is `nil`:
     /// such forms are names to the resolver, and the service checks what it resolves.
     public init?(_ text: String) {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 {
-            let bytes = withUnsafeBytes(of: v4.s_addr) { Array($0) }
+        if let bytes = System.ipv4(text), bytes.count == 4 {
             self = .v4(bytes[0], bytes[1], bytes[2], bytes[3])
-            return
+        } else if let bytes = System.ipv6(text) {
+            self = .v6(bytes)
+        } else {
+            return nil
         }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 {
-            self = .v6(withUnsafeBytes(of: v6) { Array($0) })
-            return
-        }
-        return nil
     }
 
     /// The standard text form (`10.0.0.1`, `::1`).
@@ -30,11 +23,7 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .v4(let a, let b, let c, let d): return "\(a).\(b).\(c).\(d)"
         case .v6(let bytes):
-            var address = in6_addr()
-            withUnsafeMutableBytes(of: &address) { $0.copyBytes(from: bytes.prefix(16)) }
-            var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-            guard inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count)) != nil else { return "?" }
-            return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return System.ipv6Text(bytes) ?? "?"
         }
     }
 

@@ -23,9 +23,9 @@ import NIOHTTPTypes
 ///
 /// `imageloader serve` uses `--timeout`: the body of `POST /info` and `POST /upload` is
 /// read within that too, and answered with 504 when it is late.
-public final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
-    public typealias InboundIn = HTTPRequestPart
-    public typealias InboundOut = HTTPRequestPart
+final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
 
     private let deadline: TimeAmount
     /// When the head of the request still arriving came; `nil` between requests.
@@ -33,12 +33,12 @@ public final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChann
     private var timer: Scheduled<Void>?
 
     /// A handler for one connection: each request's head and body must arrive within `deadline`.
-    public init(deadline: TimeAmount) {
+    init(deadline: TimeAmount) {
         self.deadline = deadline
     }
 
     /// Starts the clock at a request's head and stops it at its end.
-    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head:
             stopClock()
@@ -53,7 +53,7 @@ public final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChann
 
     /// A request still arriving when the bytes read so far run out gets its timer; one
     /// that came whole (a `GET`, as a rule) never needs one.
-    public func channelReadComplete(context: ChannelHandlerContext) {
+    func channelReadComplete(context: ChannelHandlerContext) {
         if let started, timer == nil {
             let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
             timer = context.eventLoop.scheduleTask(deadline: started + deadline) {
@@ -69,12 +69,12 @@ public final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChann
         timer = nil
     }
 
-    public func channelInactive(context: ChannelHandlerContext) {
+    func channelInactive(context: ChannelHandlerContext) {
         stopClock()
         context.fireChannelInactive()
     }
 
-    public func handlerRemoved(context: ChannelHandlerContext) {
+    func handlerRemoved(context: ChannelHandlerContext) {
         stopClock()
     }
 }

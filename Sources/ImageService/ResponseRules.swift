@@ -3,7 +3,7 @@ import Foundation
 import RasterImage
 
 /// How the service answers: the output format, and the validators a cache keys on.
-public enum ResponseRules {
+package enum ResponseRules {
     /// The output format of a processed image: the one the URL names; else, from the
     /// request's `Accept` (types listed with a non-zero quality), JPEG XL when `autoJXL`
     /// is on and it lists `image/jxl`, AVIF when `autoAVIF` is on and it lists
@@ -16,7 +16,7 @@ public enum ResponseRules {
     ///     requested: nil, accept: "image/avif,image/webp,*/*", hasAlpha: false, autoAVIF: true)
     /// // (.avif, true)
     /// ```
-    public static func format(
+    package static func format(
         requested: ProcessingOptions.Format?, accept: String?, hasAlpha: Bool, autoAVIF: Bool = false,
         autoJXL: Bool = false, autoWebP: Bool = true
     ) -> (format: ProcessingOptions.Format, variesByAccept: Bool) {
@@ -60,7 +60,7 @@ public enum ResponseRules {
     /// validator, `ETag` or `Last-Modified`, or a digest of its bytes), the options and
     /// the output format. Equal tags, equal bytes: a 304 can be answered without
     /// processing.
-    public static func entityTag(
+    package static func entityTag(
         source: String, validator: String, options: ProcessingOptions, format: ProcessingOptions.Format?
     )
         -> String
@@ -76,7 +76,7 @@ public enum ResponseRules {
 
     /// Whether an `If-None-Match` value matches `tag` (`*`, or any listed tag, compared
     /// weakly as RFC 9110 says for GET).
-    public static func matches(ifNoneMatch header: String, tag: String) -> Bool {
+    package static func matches(ifNoneMatch header: String, tag: String) -> Bool {
         let wanted = tag.hasPrefix("W/") ? String(tag.dropFirst(2)) : tag
         for candidate in header.split(separator: ",") {
             let trimmed = candidate.trimmingCharacters(in: .whitespaces)
@@ -90,7 +90,7 @@ public enum ResponseRules {
 
 extension ProcessingOptions.Format {
     /// The media type of the format.
-    public var contentType: String {
+    package var contentType: String {
         switch self {
         case .jpeg: "image/jpeg"
         case .png: "image/png"
@@ -131,7 +131,7 @@ extension ResponseRules {
     /// ResponseRules.contentDisposition(filename: "café", source: "https://a.example/x.png", format: .webp, attachment: true)
     /// // attachment; filename="caf_.webp"; filename*=UTF-8''caf%C3%A9.webp
     /// ```
-    public static func contentDisposition(
+    package static func contentDisposition(
         filename: String?, source: String, format: ProcessingOptions.Format?, attachment: Bool
     ) -> String? {
         guard filename != nil || attachment else { return nil }

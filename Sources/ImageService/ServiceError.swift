@@ -11,7 +11,7 @@ import RasterImage
 /// | 413 | the source has more bytes or pixels than the limits |
 /// | 415 | the source is not an accepted image type |
 /// | 422 | the source cannot be decoded |
-/// | 499 | the client closed its connection first (logged and counted only; see ``ClientDepartureHandler``) |
+/// | 499 | the client closed its connection first (logged and counted only; see ``ImageService/connectionHandlers(maxConnections:)``) |
 /// | 502 | the source failed (an error status, a broken response, no connection) |
 /// | 503 | overloaded (with `Retry-After`), or shutting down |
 /// | 504 | the source or the processing took longer than the timeout |

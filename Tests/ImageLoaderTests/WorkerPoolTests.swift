@@ -66,7 +66,7 @@ struct WaitingThreadsTests {
             return try await threads.run { 8 }
         }
         await #expect(throws: CancellationError.self) { try await early.value }
-        try await threads.shutdown()
+        await threads.shutdown()
         await #expect(throws: (any Error).self) { try await threads.run { 9 } }
     }
 }

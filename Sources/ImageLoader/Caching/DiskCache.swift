@@ -515,7 +515,12 @@ public final class DiskCache: Sendable {
         if let fault = writeFault.withLock({ $0 }), let code = fault(path) {
             throw DiskCacheError(path: path, errno: code)
         }
-        try FileSystem.writeAtomically(bytes, to: path, through: temporaryDirectory + "/" + FileSystem.temporaryName())
+        do {
+            try FileSystem.writeAtomically(
+                bytes, to: path, through: temporaryDirectory + "/" + FileSystem.temporaryName())
+        } catch {
+            throw DiskCacheError(path: error.path ?? path, errno: error.code)
+        }
     }
 
     /// Reads the access index, then reconciles it with the files present: entries written
@@ -579,7 +584,7 @@ public struct DiskCacheError: Error, Sendable, CustomStringConvertible {
     }
 
     /// The path and the C library's text for the error.
-    public var description: String { "\(path): \(FileSystem.describe(errno: code))" }
+    public var description: String { "\(path): \(System.describe(errno: code))" }
 }
 
 /// A failure the loader remembers for a URL (error caching).

@@ -312,7 +312,7 @@ final class PinnedClients: Sendable {
             return state.order.compactMap { state.clients[$0] }
         }
         try await runEvery(
-            clients.map { client in { try await client.shutdown() } } + [{ try await self.resolver.shutdown() }])
+            clients.map { client in { try await client.shutdown() } } + [{ await self.resolver.shutdown() }])
     }
 }
 

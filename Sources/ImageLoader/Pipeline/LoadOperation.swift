@@ -47,7 +47,7 @@ struct LoadOperation: CachedProductMaking {
             emit(.failed(error))
         } catch {
             context.metrics.failure()
-            emit(.failed(ImageLoadingError(.network(String(describing: error)), url: urlText)))
+            emit(.failed(ImageLoadingError(mapping: error, url: urlText)))
         }
     }
 
@@ -291,5 +291,16 @@ struct LoadOperation: CachedProductMaking {
         let encoded = encodedProduct(bytes, image)
         context.remember(image, encoded: encoded, response: response, for: key.cache)
         emit(.completed(loaded(image, .localFile, encoded: encoded)))
+    }
+}
+
+/// What identifies a version of a file: its size and modification time.
+enum FileIdentity {
+    static func tag(of path: String) throws -> String {
+        do {
+            return "\"\(try FileSystem.checkedStatus(path).version)\""
+        } catch {
+            throw ImageDecodingError(.unreadable, message: error.description)
+        }
     }
 }

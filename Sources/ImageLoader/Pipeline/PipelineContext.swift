@@ -64,14 +64,8 @@ struct PipelineContext: Sendable {
         let share = resizeCores
         do {
             return try await workers.run { try ResizeParallelism.withCores(share, body) }
-        } catch let error as ImageLoadingError {
-            throw error
-        } catch let error as ImageDecodingError {
-            throw ImageLoadingError(.decoding(error), url: url)
-        } catch is CancellationError {
-            throw ImageLoadingError(.cancelled, url: url)
         } catch {
-            throw ImageLoadingError(.shutDown, url: url)
+            throw ImageLoadingError(mapping: error, url: url)
         }
     }
 

@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import NIOPosix
 
 /// Threads for blocking work (decoding, resampling, disk I/O), so it never holds a

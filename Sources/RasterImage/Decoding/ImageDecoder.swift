@@ -1,3 +1,5 @@
+import ImageLoaderSupport
+
 /// What a header says about an image, read without decoding its pixels.
 public struct ImageInfo: Sendable, Hashable {
     /// The format, from the bytes' signature.

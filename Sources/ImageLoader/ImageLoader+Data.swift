@@ -1,0 +1,59 @@
+import ImageLoaderSupport
+import Foundation
+import RasterImage
+
+/// An original's bytes as the origin (or the disk cache) gave them, with the HTTP
+/// metadata a service or a proxy passes on.
+public struct LoadedData: Sendable {
+    public let bytes: [UInt8]
+    /// The format the bytes are, from their signature (checked against the accepted types).
+    public let format: ImageFormat
+    /// The stored response's header fields (Content-Type, ETag, Last-Modified, Cache-Control...).
+    public let headers: [HeaderField]
+    public let source: LoadedImage.Source
+    public let url: URL
+    /// Seconds the origin's response stays fresh from now, when it states a lifetime
+    /// (`max-age` or `Expires`; 0 for `no-cache`, `no-store` or an expired one); `nil`
+    /// when it states none. What a service passes on in its own `Cache-Control`.
+    public let freshFor: TimeInterval?
+    /// `.fresh`, or how HTTP's rules let stale bytes be used: while they are revalidated
+    /// in the background (stale-while-revalidate), or because the origin failed
+    /// (stale-if-error).
+    public var freshness: LoadedImage.Freshness = .fresh
+
+    /// The first value of a header field, by name, any case.
+    public func value(_ name: String) -> String? { headers.first(named: name) }
+}
+
+extension ImageLoader {
+    /// The original's bytes at `url` with their HTTP metadata, through the disk cache
+    /// and the same HTTP caching rules as ``image(for:options:)`` (the same entry, too):
+    /// a fresh entry is served from disk; a stale one is revalidated (and served at once
+    /// within stale-while-revalidate, the revalidation going on in the background);
+    /// when the origin fails, a stored entry within stale-if-error is served
+    /// (``LoadedData/freshness`` says so); failures are remembered; a new response is
+    /// stored when it may be, and replaces or removes the old entry. A request in
+    /// flight for the same URL is shared with image loads. The bytes must be of an
+    /// accepted type; they are not decoded.
+    ///
+    /// ```swift
+    /// let original = try await loader.data(for: url)
+    /// response.headers[.contentType] = original.format.contentType
+    /// ```
+    public func data(for url: URL, options: LoadOptions = LoadOptions()) async throws(ImageLoadingError) -> LoadedData {
+        let url = url.droppingFragment
+        let operation = DataOperation(url: url, options: options, context: context)
+        return try await context.operations.run(url.absoluteString) {
+            () async throws(ImageLoadingError) -> LoadedData in
+            guard let deadline = options.deadline else {
+                return try await mappingErrors(url.absoluteString, operation.run)
+            }
+            return try await mappingErrors(url.absoluteString) {
+                guard let data = try await untilDeadline(deadline, operation.run) else {
+                    throw ImageLoadingError(.timeout, url: url.absoluteString)
+                }
+                return data
+            }
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import RasterImage
+import Testing
+
+@testable import ImageService
+
+/// The routes through a real HTTP server in this process (HummingbirdTesting's live
+/// client on one keep-alive connection): the application `imageloader serve` runs,
+/// and the routes mounted with the connection handlers in an application of one's own.
+@Suite("The routes, in process")
+struct RouteTests {
+    static let photo = "/insecure/rs:fit:64:64/plain/local:///photo.png"
+
+    @Test("serve's application: an image with its caching fields, a 304, a cached repeat, /info, /health, /metrics, a 400")
+    func application() async throws {
+        try await ProcessingReferenceTests.withService { service in
+            let app = service.application(host: "127.0.0.1", port: 0, metricsText: { "imageservice_test 1\n" })
+            try await app.test(.live) { client in
+                let first = try await client.execute(uri: Self.photo, method: .get, headers: [.accept: "image/png"])
+                #expect(first.status == .ok)
+                #expect(first.headers[.contentType] == "image/jpeg")  // no alpha, and Accept names no better format
+                #expect(first.headers[.cacheControl]?.hasPrefix("public, max-age=") == true)
+                let tag = try #require(first.headers[.eTag])
+                let image = try ImageDecoder().decode(.bytes(Array(first.body.readableBytesView)))
+                #expect(max(image.width, image.height) == 64)
+
+                // The repeat is answered from the result cache before the router: the same bytes and tag.
+                let again = try await client.execute(uri: Self.photo, method: .get, headers: [.accept: "image/png"])
+                #expect(again.status == .ok && again.body == first.body && again.headers[.eTag] == tag)
+                let notModified = try await client.execute(
+                    uri: Self.photo, method: .get, headers: [.accept: "image/png", .ifNoneMatch: tag])
+                #expect(notModified.status == .notModified && notModified.body.readableBytes == 0)
+
+                let source = try Data(
+                    contentsOf: ProcessingReferenceTests.root.appendingPathComponent("sources/photo.png"))
+                let info = try await client.execute(
+                    uri: "/info", method: .post, headers: [.contentType: "image/png"], body: ByteBuffer(bytes: source))
+                #expect(info.status == .ok)
+                let description = try JSONSerialization.jsonObject(with: Data(info.body.readableBytesView)) as? [String: Any]
+                let decoded = try ImageDecoder().info(.bytes(Array(source)))
+                #expect(description?["width"] as? Int == decoded.width)
+                #expect(description?["format"] as? String == "png")
+
+                let health = try await client.execute(uri: "/health", method: .get)
+                #expect(health.status == .ok && String(buffer: health.body) == "ok\n")
+                let metrics = try await client.execute(uri: "/metrics", method: .get)
+                #expect(String(buffer: metrics.body) == "imageservice_test 1\n")
+                let bad = try await client.execute(uri: "/insecure/nonsense:1/plain/local:///photo.png", method: .get)
+                #expect(bad.status == .badRequest)
+                #expect(String(buffer: bad.body).contains("nonsense"))
+            }
+        }
+    }
+
+    @Test("the routes in an application of one's own, beside its own routes, with connectionHandlers")
+    func ownApplication() async throws {
+        try await ProcessingReferenceTests.withService { service in
+            let router = Router(context: ImageServiceRequestContext.self)
+            service.addRoutes(to: router)
+            router.get("/hello") { _, _ in "hello" }
+            let handlers = service.connectionHandlers(maxConnections: 16)
+            let app = Application(
+                router: router,
+                server: .http1(configuration: .init(additionalChannelHandlers: handlers(), idleTimeout: .seconds(60))),
+                configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+            try await app.test(.live) { client in
+                let hello = try await client.execute(uri: "/hello", method: .get)
+                #expect(String(buffer: hello.body) == "hello")
+                for _ in 0..<2 {
+                    let image = try await client.execute(uri: Self.photo, method: .get, headers: [.accept: "image/webp"])
+                    #expect(image.status == .ok && image.headers[.contentType] == "image/webp")
+                    #expect(image.headers[.vary] == "Accept")
+                }
+            }
+        }
+    }
+}
