@@ -1,4 +1,5 @@
 import Foundation
+import ImageLoaderSupport
 import RasterImage
 import TestOrigin
 import Testing
@@ -119,6 +120,25 @@ struct DiskCacheTests {
         clock.advance(by: 11)
         #expect(cache.response(for: "https://x/1") != nil)
         #expect(try saved()[DiskCache.hash(of: "https://x/1")]?.lastAccess == clock.now.timeIntervalSince1970)
+    }
+
+    @Test("an entry written while the folder is read again stays in the index")
+    func writeDuringRescan() throws {
+        let harness = LoaderHarness()
+        defer { Task { await harness.cleanUp() } }
+        let clock = harness.clock
+        // A rescan after every 62,500 bytes written (a sixteenth of the limit).
+        let cache = try DiskCache(directory: harness.directory, maxBytes: 1_000_000, clock: { clock.now })
+        let during = response("https://x/during", clock: clock)
+        cache.afterListing.withLock { hook in hook = { try? cache.store(during, body: [1, 2, 3]) } }
+        try cache.store(response("https://x/big", clock: clock), body: [UInt8](repeating: 7, count: 70_000))
+        #expect(cache.afterListing.withLock { $0 == nil })  // the rescan ran, and the write happened in it
+        #expect(cache.statistics.entries == 2)
+        #expect(cache.response(for: "https://x/during")?.body == [1, 2, 3])
+        // An entry removed behind the cache's back is not kept by the same rule.
+        try FileManager.default.removeItem(atPath: harness.directory + "/entries/" + DiskCache.hash(of: "https://x/during") + ".response")
+        try cache.store(response("https://x/big2", clock: clock), body: [UInt8](repeating: 8, count: 70_000))
+        #expect(cache.statistics.entries == 2)
     }
 
     @Test("clean-up by modification or creation date, one URL, or everything")
