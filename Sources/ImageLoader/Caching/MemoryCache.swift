@@ -39,7 +39,8 @@ public final class MemoryCache: Sendable {
         return min(1 << 30, max(32 << 20, limit / 8))
     }()
 
-    struct Entry: Sendable {
+    /// A class, so that a hit copies one reference out of the cache, not five fields.
+    final class Entry: Sendable {
         let image: RasterImage
         /// A thumbnail's encoded bytes, kept so a hit can be sent without encoding again.
         let encoded: EncodedImage?
@@ -52,6 +53,14 @@ public final class MemoryCache: Sendable {
 
         /// What it holds: the decoded pixels and the encoded bytes.
         var cost: Int { image.cost + (encoded?.bytes.count ?? 0) }
+
+        init(image: RasterImage, encoded: EncodedImage?, response: StoredResponse?, added: Date, freshUntil: Date) {
+            self.image = image
+            self.encoded = encoded
+            self.response = response
+            self.added = added
+            self.freshUntil = freshUntil
+        }
     }
 
     private let entries: BoundedCache<String, Entry>
