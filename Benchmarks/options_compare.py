@@ -3,6 +3,7 @@
 
     python3 Benchmarks/options_compare.py [--duration 15] [--rounds 3] [--photos 40]
                                           [--binary PATH] [--baseline PATH] [--work DIR]
+                                          [--only jpeg,png,webp,cached,...]
 
 Two `imageloader serve` binaries side by side on loopback (unsigned URLs, no result
 cache, no disk cache, workers = cores), the sources served by nginx as in
@@ -48,6 +49,7 @@ def main():
     parser.add_argument("--binary", default=os.path.join(ROOT, ".build-release/release/imageloader"))
     parser.add_argument("--baseline", default=None)
     parser.add_argument("--work", default=os.path.join(ROOT, ".build", "serve-bench"))
+    parser.add_argument("--only", default=None, help="comma-separated row names to run (default: all)")
     args = parser.parse_args()
     for binary in [args.binary] + ([args.baseline] if args.baseline else []):
         if not os.path.exists(binary):
@@ -83,6 +85,8 @@ def main():
         ("cached", "today", f"/insecure/rs:fit:512:512/q:80/plain/{src}/jpeg/0/p{{I}}.jpg@jpg",
          ("--result-cache-mb", "256")),
     ]
+    if args.only:
+        rows = [row for row in rows if row[0] in args.only.split(",")]
     binaries = [("new", args.binary)] + ([("baseline", args.baseline)] if args.baseline else [])
     results, peaks = {}, {}
     connections = sc.CORES
@@ -131,11 +135,14 @@ def main():
     if args.baseline:
         print("\nnew / baseline, median of the per-round ratios:")
         for name in ("jpeg", "png", "webp", "cached"):
+            if ("new", name) not in results or ("baseline", name) not in results:
+                continue
             pairs = zip(results[("new", name)], results[("baseline", name)])
             print(f"  {name}: {statistics.median(n['rate'] / b['rate'] for n, b in pairs):.3f}")
-    centre, smart = results[("new", "fill g:ce")], results[("new", "fill g:sm")]
-    ratio = statistics.median(c["rate"] / s["rate"] for c, s in zip(centre, smart))
-    print(f"\nsmart crop time / centre crop time (rate ratio), median over rounds: {ratio:.3f}")
+    if ("new", "fill g:ce") in results and ("new", "fill g:sm") in results:
+        centre, smart = results[("new", "fill g:ce")], results[("new", "fill g:sm")]
+        ratio = statistics.median(c["rate"] / s["rate"] for c, s in zip(centre, smart))
+        print(f"\nsmart crop time / centre crop time (rate ratio), median over rounds: {ratio:.3f}")
 
 
 if __name__ == "__main__":
