@@ -1,6 +1,6 @@
-import ImageLoaderSupport
 import Crypto
 import Foundation
+import ImageLoaderSupport
 import RasterImage
 
 // Work on bytes the caller already has (an upload, a service's fetched source), on the

@@ -1,5 +1,5 @@
-import ImageLoaderSupport
 import Foundation
+import ImageLoaderSupport
 import RasterImage
 
 /// An original's bytes as the origin (or the disk cache) gave them, with the HTTP

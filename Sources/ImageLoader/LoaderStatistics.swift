@@ -1,6 +1,6 @@
-import ImageLoaderSupport
 import CoreMetrics
 import Foundation
+import ImageLoaderSupport
 import RasterImage
 
 /// What a loader has done since it was created. Read it with ``ImageLoader/statistics``;

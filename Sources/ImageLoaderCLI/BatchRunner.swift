@@ -1,8 +1,7 @@
-import ImageLoaderSupport
 import Foundation
 import ImageLoader
+import ImageLoaderSupport
 import RasterImage
-
 
 /// One input of a batch: what the user named, and the URL the loader gets.
 struct BatchItem: Sendable {

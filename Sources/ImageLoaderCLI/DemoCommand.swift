@@ -1,9 +1,9 @@
-import ImageLoaderSupport
 import ArgumentParser
 import Foundation
 import HTTPTypes
 import Hummingbird
 import ImageLoader
+import ImageLoaderSupport
 import Logging
 import RasterImage
 

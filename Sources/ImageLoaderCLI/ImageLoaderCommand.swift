@@ -1,8 +1,7 @@
 import ArgumentParser
 import ImageLoader
-import RasterImage
-
 import ImageLoaderSupport
+import RasterImage
 
 @main
 struct ImageLoaderCommand: AsyncParsableCommand {

@@ -1,9 +1,9 @@
 import ArgumentParser
-import ImageLoaderSupport
 import CoreMetrics
 import Foundation
 import Hummingbird
 import ImageLoader
+import ImageLoaderSupport
 import ImageService
 import Logging
 import Prometheus

@@ -1,9 +1,10 @@
+import ImageLoaderSupport
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import ImageLoaderSupport
 
 /// Output of the command: results on stdout, one-line errors on stderr.
 enum Terminal {

@@ -76,7 +76,9 @@ package enum FileSystem {
     ) throws(SystemError) -> Int {
         var done = 0
         while done < count {
-            let n = try System.call("pread") { pread(descriptor, destination + done, count - done, off_t(offset + done)) }
+            let n = try System.call("pread") {
+                pread(descriptor, destination + done, count - done, off_t(offset + done))
+            }
             if n == 0 { break }
             done += n
         }

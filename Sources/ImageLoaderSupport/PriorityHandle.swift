@@ -49,7 +49,13 @@ package final class PriorityHandle: Sendable {
     /// Its own rank, before its members count.
     package var ownRank: Int {
         get { state.withLock { $0.own } }
-        set { tell(state.withLock { $0.own = newValue; return $0.update() }) }
+        set {
+            tell(
+                state.withLock {
+                    $0.own = newValue
+                    return $0.update()
+                })
+        }
     }
 
     /// Makes `member`'s rank count until ``remove(_:)`` with the same `id`.

@@ -33,7 +33,7 @@ package final class WorkScheduler: Sendable {
         /// Arrival numbers by rank. An entry whose waiter has left or moved to another
         /// rank is dropped when it comes up.
         var queues: [Int: ArrivalHeap] = [:]
-        
+
         /// The waiter to run next, taken out of the queue.
         mutating func next() -> (UInt64, Waiter)? {
             while let (rank, first) = queues.max(by: { $0.key < $1.key }) {

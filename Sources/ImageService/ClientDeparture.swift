@@ -1,5 +1,5 @@
-import ImageLoaderSupport
 import Hummingbird
+import ImageLoaderSupport
 import NIOCore
 import RasterImage
 

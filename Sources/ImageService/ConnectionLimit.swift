@@ -1,5 +1,5 @@
-import ImageLoaderSupport
 import CoreMetrics
+import ImageLoaderSupport
 import NIOCore
 import RasterImage
 

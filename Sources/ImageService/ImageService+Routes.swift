@@ -1,8 +1,8 @@
-import ImageLoaderSupport
 import Foundation
 import HTTPTypes
 import Hummingbird
 import ImageLoader
+import ImageLoaderSupport
 import Logging
 import NIOCore
 import NIOHTTPTypes

@@ -1,7 +1,7 @@
-import ImageLoaderSupport
 import CoreMetrics
 import Foundation
 import ImageLoader
+import ImageLoaderSupport
 import Logging
 import RasterImage
 import ServiceLifecycle

@@ -1,6 +1,6 @@
-import ImageLoaderSupport
 import Foundation
 import ImageLoader
+import ImageLoaderSupport
 import NIOCore
 import RasterImage
 

@@ -1,6 +1,6 @@
-import ImageLoaderSupport
 import CoreMetrics
 import Foundation
+import ImageLoaderSupport
 import RasterImage
 
 /// The service's figures, through swift-metrics (a Prometheus registry in

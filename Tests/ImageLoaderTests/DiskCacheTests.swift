@@ -98,7 +98,8 @@ struct DiskCacheTests {
         let clock = harness.clock
         let index = harness.directory + "/index.json"
         func saved() throws -> [String: DiskCache.IndexEntry] {
-            try JSONDecoder().decode([String: DiskCache.IndexEntry].self, from: Data(contentsOf: URL(fileURLWithPath: index)))
+            try JSONDecoder().decode(
+                [String: DiskCache.IndexEntry].self, from: Data(contentsOf: URL(fileURLWithPath: index)))
         }
         let cache = try DiskCache(directory: harness.directory, clock: { clock.now })
         for n in 0..<64 { try cache.store(response("https://x/\(n)", clock: clock), body: [UInt8(n)]) }
@@ -136,7 +137,8 @@ struct DiskCacheTests {
         #expect(cache.statistics.entries == 2)
         #expect(cache.response(for: "https://x/during")?.body == [1, 2, 3])
         // An entry removed behind the cache's back is not kept by the same rule.
-        try FileManager.default.removeItem(atPath: harness.directory + "/entries/" + DiskCache.hash(of: "https://x/during") + ".response")
+        try FileManager.default.removeItem(
+            atPath: harness.directory + "/entries/" + DiskCache.hash(of: "https://x/during") + ".response")
         try cache.store(response("https://x/big2", clock: clock), body: [UInt8](repeating: 8, count: 70_000))
         #expect(cache.statistics.entries == 2)
     }

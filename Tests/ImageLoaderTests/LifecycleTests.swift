@@ -1,6 +1,6 @@
-import ImageLoaderSupport
 import Dispatch
 import Foundation
+import ImageLoaderSupport
 import RasterImage
 import TestOrigin
 import Testing

@@ -1,6 +1,6 @@
-import ImageLoaderSupport
 import AsyncHTTPClient
 import Foundation
+import ImageLoaderSupport
 import Logging
 import NIOCore
 import RasterImage

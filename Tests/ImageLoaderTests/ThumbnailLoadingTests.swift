@@ -1,5 +1,5 @@
-import ImageLoaderSupport
 import Foundation
+import ImageLoaderSupport
 import RasterImage
 import TestOrigin
 import Testing

@@ -24,7 +24,11 @@ struct SuspendTests {
         try await waitUntil("registered") { waiters.withLock { $0[1] != nil } }
         waiters.withLock { $0.removeValue(forKey: 1) }?.resume(returning: 42)
         #expect(try await task.value == 42)
-        let now = try await waiters.suspend { _, _ in .success(7) } onCancel: { _ in nil }
+        let now = try await waiters.suspend { _, _ in
+            .success(7)
+        } onCancel: { _ in
+            nil
+        }
         #expect(now == 7)
         #expect(waiters.withLock { $0.isEmpty })
     }
@@ -88,7 +92,9 @@ struct PriorityHandleTests {
 @Suite("The scheduler's order")
 struct SchedulerOrderTests {
     /// Queues one waiter per rank in `ranks` behind a held slot, then frees it: the ranks in the order they ran.
-    func order(_ ranks: [Int], _ order: WorkScheduler.Order, raising: (index: Int, to: Int)? = nil) async throws -> [Int] {
+    func order(_ ranks: [Int], _ order: WorkScheduler.Order, raising: (index: Int, to: Int)? = nil) async throws
+        -> [Int]
+    {
         let scheduler = WorkScheduler(limit: 1, order: order)
         let gate = WorkSchedulerTests.Gate()
         let held = Counter()
@@ -126,7 +132,10 @@ struct SchedulerOrderTests {
         let ran = Lock<[Int]>([])
         var tasks: [Task<Void, any Error>] = []
         for index in 0..<10_000 {
-            tasks.append(Task { try await scheduler.run(priority: PriorityHandle(.veryLow)) { ran.withLock { $0.append(index) } } })
+            tasks.append(
+                Task {
+                    try await scheduler.run(priority: PriorityHandle(.veryLow)) { ran.withLock { $0.append(index) } }
+                })
         }
         try await waitUntil("all queued") { scheduler.waiting == 10_000 }
         gate.open()

@@ -15,7 +15,9 @@ import Testing
 struct RouteTests {
     static let photo = "/insecure/rs:fit:64:64/plain/local:///photo.png"
 
-    @Test("serve's application: an image with its caching fields, a 304, a cached repeat, /info, /health, /metrics, a 400")
+    @Test(
+        "serve's application: an image with its caching fields, a 304, a cached repeat, /info, /health, /metrics, a 400"
+    )
     func application() async throws {
         try await ProcessingReferenceTests.withService { service in
             let app = service.application(host: "127.0.0.1", port: 0, metricsText: { "imageservice_test 1\n" })
@@ -40,7 +42,8 @@ struct RouteTests {
                 let info = try await client.execute(
                     uri: "/info", method: .post, headers: [.contentType: "image/png"], body: ByteBuffer(bytes: source))
                 #expect(info.status == .ok)
-                let description = try JSONSerialization.jsonObject(with: Data(info.body.readableBytesView)) as? [String: Any]
+                let description =
+                    try JSONSerialization.jsonObject(with: Data(info.body.readableBytesView)) as? [String: Any]
                 let decoded = try ImageDecoder().info(.bytes(Array(source)))
                 #expect(description?["width"] as? Int == decoded.width)
                 #expect(description?["format"] as? String == "png")
@@ -71,7 +74,8 @@ struct RouteTests {
                 let hello = try await client.execute(uri: "/hello", method: .get)
                 #expect(String(buffer: hello.body) == "hello")
                 for _ in 0..<2 {
-                    let image = try await client.execute(uri: Self.photo, method: .get, headers: [.accept: "image/webp"])
+                    let image = try await client.execute(
+                        uri: Self.photo, method: .get, headers: [.accept: "image/webp"])
                     #expect(image.status == .ok && image.headers[.contentType] == "image/webp")
                     #expect(image.headers[.vary] == "Accept")
                 }

@@ -1,6 +1,6 @@
-import ImageLoaderSupport
 import Crypto
 import Foundation
+import ImageLoaderSupport
 import Logging
 import RasterImage
 

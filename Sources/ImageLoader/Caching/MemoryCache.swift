@@ -1,5 +1,5 @@
-import ImageLoaderSupport
 import Foundation
+import ImageLoaderSupport
 import RasterImage
 
 /// Decoded images in memory, sized by their decoded bytes (`RasterImage.cost`) plus,

@@ -1,5 +1,5 @@
-import ImageLoaderSupport
 import Foundation
+import ImageLoaderSupport
 import RasterImage
 
 /// ``ImageLoader/data(for:options:)``: the original's bytes through ``HTTPCacheFlow``,
@@ -59,8 +59,9 @@ struct DataOperation: CachedProductMaking {
             format: try context.acceptedFormat(body, declaredContentType: response.value("Content-Type"), url: urlText))
     }
 
-    func product(ofDownload download: SharedWork<DownloadKey, DataResponse, ImageProduct>.Outcome) async throws -> (Bytes, [UInt8]?)
-    {
+    func product(ofDownload download: SharedWork<DownloadKey, DataResponse, ImageProduct>.Outcome) async throws -> (
+        Bytes, [UInt8]?
+    ) {
         let response = download.value
         let format = try context.acceptedFormat(
             response.body, declaredContentType: response.value("Content-Type"), url: urlText)

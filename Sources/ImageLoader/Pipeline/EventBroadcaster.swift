@@ -1,5 +1,5 @@
-import ImageLoaderSupport
 import Foundation
+import ImageLoaderSupport
 import RasterImage
 
 /// Hands one load's events to every caller waiting on it. A caller that joins late

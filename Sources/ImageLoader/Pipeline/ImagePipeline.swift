@@ -1,5 +1,5 @@
-import ImageLoaderSupport
 import Foundation
+import ImageLoaderSupport
 import RasterImage
 
 /// The first stage: one load per ``ProductKey`` however many callers wait on it. The

@@ -1,5 +1,5 @@
-import ImageLoaderSupport
 import Foundation
+import ImageLoaderSupport
 import Logging
 import RasterImage
 

@@ -1,5 +1,5 @@
-import ImageLoaderSupport
 import CLCMS
+import ImageLoaderSupport
 
 /// The colour model of pixels handed to ``ColorProfileConversion``.
 enum PixelColorModel: Hashable {

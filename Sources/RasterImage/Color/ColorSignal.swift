@@ -1,5 +1,5 @@
-import ImageLoaderSupport
 import CLCMS
+import ImageLoaderSupport
 
 /// Colour described by code points (ITU-T H.273: HEIF's and AVIF's `nclx`, JPEG XL's
 /// colour encoding) instead of an ICC profile, and the ICC profile that says the same
