@@ -157,6 +157,7 @@ let package = Package(
             name: "ImageServiceTests",
             dependencies: [
                 "ImageService", "ImageLoaderSupport", "RasterImage", "TestOrigin",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -211,7 +211,11 @@ struct AccessLog<Context: RequestContext>: RouterMiddleware {
         async throws -> Response
     {
         let start = ContinuousClock.now
-        let id = request.headers[.requestID].flatMap(AccessLogLine.acceptable) ?? context.id
+        // Hummingbird's own id, from its logger's metadata (not `context.id`, which traps
+        // when the application's log handler keeps no metadata: a no-op one), else a new one.
+        let id =
+            request.headers[.requestID].flatMap(AccessLogLine.acceptable)
+            ?? context.logger[metadataKey: "hb.request.id"]?.description ?? RequestID().description
         do {
             var response = try await next(request, context)
             response.headers[.requestID] = id

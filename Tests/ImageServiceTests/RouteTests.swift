@@ -1,27 +1,32 @@
+import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import NIOCore
 import RasterImage
+import ServiceLifecycle
 import Testing
 
 @testable import ImageService
 
-/// The routes through a real HTTP server in this process (HummingbirdTesting's live
-/// client on one keep-alive connection): the application `imageloader serve` runs,
-/// and the routes mounted with the connection handlers in an application of one's own.
+/// The routes in process: the application `imageloader serve` runs, through
+/// HummingbirdTesting's router client (no sockets, so no name resolution: its live
+/// client resolves "localhost" on NIO's shared blocking pool, which other tests of this
+/// target hold on purpose, and then waited a minute); and the routes mounted with the
+/// connection handlers in an application of one's own, on a real socket at 127.0.0.1.
 @Suite("The routes, in process")
 struct RouteTests {
     static let photo = "/insecure/rs:fit:64:64/plain/local:///photo.png"
 
     @Test(
-        "serve's application: an image with its caching fields, a 304, a cached repeat, /info, /health, /metrics, a 400"
+        "serve's application: an image with its caching fields, a 304, a repeat from the result cache, /info, /health, /metrics, a 400"
     )
     func application() async throws {
         try await ProcessingReferenceTests.withService { service in
             let app = service.application(host: "127.0.0.1", port: 0, metricsText: { "imageservice_test 1\n" })
-            try await app.test(.live) { client in
+            try await app.test(.router) { client in
                 let first = try await client.execute(uri: Self.photo, method: .get, headers: [.accept: "image/png"])
                 #expect(first.status == .ok)
                 #expect(first.headers[.contentType] == "image/jpeg")  // no alpha, and Accept names no better format
@@ -30,7 +35,7 @@ struct RouteTests {
                 let image = try ImageDecoder().decode(.bytes(Array(first.body.readableBytesView)))
                 #expect(max(image.width, image.height) == 64)
 
-                // The repeat is answered from the result cache before the router: the same bytes and tag.
+                // The repeat is answered from the result cache: the same bytes and tag.
                 let again = try await client.execute(uri: Self.photo, method: .get, headers: [.accept: "image/png"])
                 #expect(again.status == .ok && again.body == first.body && again.headers[.eTag] == tag)
                 let notModified = try await client.execute(
@@ -59,27 +64,45 @@ struct RouteTests {
         }
     }
 
-    @Test("the routes in an application of one's own, beside its own routes, with connectionHandlers")
+    @Test("the routes in an application of one's own, beside its own routes, with connectionHandlers, on a socket")
     func ownApplication() async throws {
         try await ProcessingReferenceTests.withService { service in
             let router = Router(context: ImageServiceRequestContext.self)
             service.addRoutes(to: router)
             router.get("/hello") { _, _ in "hello" }
             let handlers = service.connectionHandlers(maxConnections: 16)
+            let (ports, port) = AsyncStream<Int>.makeStream()
             let app = Application(
                 router: router,
                 server: .http1(configuration: .init(additionalChannelHandlers: handlers(), idleTimeout: .seconds(60))),
-                configuration: .init(address: .hostname("127.0.0.1", port: 0)))
-            try await app.test(.live) { client in
-                let hello = try await client.execute(uri: "/hello", method: .get)
-                #expect(String(buffer: hello.body) == "hello")
-                for _ in 0..<2 {
-                    let image = try await client.execute(
-                        uri: Self.photo, method: .get, headers: [.accept: "image/webp"])
-                    #expect(image.status == .ok && image.headers[.contentType] == "image/webp")
-                    #expect(image.headers[.vary] == "Accept")
-                }
+                configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                onServerRunning: { channel in
+                    port.yield(channel.localAddress?.port ?? 0)
+                    port.finish()
+                },
+                logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: [app], logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })))
+            let running = Task { try await group.run() }
+            defer { running.cancel() }
+            var listening = 0
+            for await value in ports { listening = value }
+            let base = "http://127.0.0.1:\(listening)"
+            let hello = try await HTTPClient.shared.execute(
+                HTTPClientRequest(url: base + "/hello"), timeout: .seconds(60))
+            #expect(String(buffer: try await hello.body.collect(upTo: 1 << 20)) == "hello")
+            for _ in 0..<2 {
+                var request = HTTPClientRequest(url: base + Self.photo)
+                request.headers.add(name: "Accept", value: "image/webp")
+                let image = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+                #expect(image.status == .ok && image.headers.first(name: "Content-Type") == "image/webp")
+                #expect(image.headers.first(name: "Vary") == "Accept")
+                let body = try await image.body.collect(upTo: 1 << 24)
+                #expect(try ImageDecoder().info(.bytes(Array(body.readableBytesView))).format == .webp)
             }
+            await group.triggerGracefulShutdown()
+            try await running.value
         }
     }
 }
