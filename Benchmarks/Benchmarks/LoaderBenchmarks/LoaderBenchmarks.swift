@@ -112,6 +112,19 @@ let benchmarks: @Sendable () -> Void = {
         try expect(!encoded.bytes.isEmpty, "nothing encoded")
     }
 
+    // The header read the service makes before a thumbnail (for the pixel limit, the
+    // format and the 304), beside the thumbnail above that reads it again to decode.
+    Benchmark(
+        "ImageDecoder.info, 1600x1200 JPEG",
+        configuration: .init(metrics: [.wallClock, .throughput], timeUnits: .microseconds, maxIterations: 100_000)
+    ) { benchmark in
+        let photo = try await ServerStage.shared.value.photo
+        benchmark.startMeasurement()
+        let info = try ImageDecoder().info(.bytes(photo))
+        benchmark.stopMeasurement()
+        try expect(info.width == 1600, "a \(info.width) px wide header")
+    }
+
     for product in ConcurrentProduct.allCases {
         Benchmark(
             "1000 concurrent loads of 10 URLs, \(product.rawValue), cold cache",
