@@ -119,6 +119,8 @@ package final class SharedWork<Key: Hashable & Sendable, Value: Sendable, Tag: E
         let (waiters, once) = state.withLock { state -> ([(UInt64, Waiter)], RunOnce?) in
             guard let run = state.runs[key], run.id == runID else { return ([], nil) }
             state.runs[key] = nil
+            // The waiters' handles stop reporting to this run's, which nothing reads any more.
+            for id in run.waiters.keys { run.priority.remove(id) }
             return (run.waiters.sorted { $0.key < $1.key }, run.once)
         }
         guard let once else { return }

@@ -28,7 +28,7 @@ import ServiceLifecycle
 /// (`POST /info`, `/upload`) are read in places of their own, as many as workers, with a
 /// queue as long: a slow sender holds no place of image requests. Identical
 /// requests in flight share one result; results are kept in memory while their source
-/// is fresh. With ``ImageServiceRequestContext`` (or any ``ChannelRequestContext``) and a
+/// is fresh. With ``ImageServiceRequestContext`` (or any ``ChannelRequestContext``) and
 /// the handlers of ``connectionHandlers(maxConnections:)`` on each connection (as
 /// ``application(host:port:maxConnections:idleTimeout:metricsText:onServerRunning:logger:)``
 /// puts them), a request whose client has gone stops.
