@@ -80,7 +80,8 @@ let package = Package(
         .target(
             name: "RasterImage",
             dependencies: [
-                "ImageLoaderSupport", "CPNG", "CJPEG", "CGIF", "CTIFF", "CWebP", "CLCMS", "CDeflate", "CISAL", "CHEIF", "CAVIF", "CJXL",
+                "ImageLoaderSupport", "CPNG", "CJPEG", "CGIF", "CTIFF", "CWebP", "CLCMS", "CDeflate", "CISAL", "CHEIF",
+                "CAVIF", "CJXL",
             ]
         ),
         .target(
@@ -130,7 +131,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RasterImageTests",
-            dependencies: ["RasterImage", "CDeflate"]
+            dependencies: ["ImageLoaderSupport", "RasterImage", "CDeflate"]
         ),
         // A scripted HTTP origin for the tests (not part of any product).
         .target(

@@ -381,7 +381,7 @@ struct ServeCommand: AsyncParsableCommand {
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let logger = Logger(label: "imageloader.serve")
-        let descriptors = FileDescriptorLimit.raiseToHardLimit()
+        let descriptors = System.raiseDescriptorLimit()
         let connections =
             settings.maxConnections
             ?? min(ServeCommand.defaultMaxConnections, max(16, descriptors.now - ServeCommand.reservedDescriptors))
@@ -515,13 +515,4 @@ extension ServeCommand {
     /// An idle connection holds about 15 KiB (measured: 5,000 connections that sent half a
     /// request, 71 MiB), so the default bounds idle connections to about 60 MiB.
     static let defaultMaxConnections = 4096
-}
-
-/// The process's limit on open file descriptors.
-enum FileDescriptorLimit {
-    /// Raises the soft limit to the hard one (Debian's default soft limit, 1024, is the
-    /// hard limit of a `select` loop, not of this process); returns the limit before and now.
-    static func raiseToHardLimit() -> (before: Int, now: Int) {
-        System.raiseDescriptorLimit()
-    }
 }

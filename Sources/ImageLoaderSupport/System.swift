@@ -82,7 +82,9 @@ package enum System {
     /// Ends the process with `code` (buffers flushed, as `exit(3)`).
     package static func exit(_ code: Int32) -> Never { Glibc.exit(code) }
 
-    /// Raises the soft limit on open descriptors to the hard one: the limits before and now.
+    /// Raises the soft limit on open descriptors to the hard one (Debian's default soft
+    /// limit, 1024, is the hard limit of a `select` loop, not of a server): the limits
+    /// before and now.
     package static func raiseDescriptorLimit() -> (before: Int, now: Int) {
         let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
         var limit = rlimit()

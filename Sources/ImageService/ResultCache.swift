@@ -74,8 +74,6 @@ struct ResultCache: Sendable {
         results = BoundedCache(limits: .init(maxBytes: maxBytes))
     }
 
-    var maxBytes: Int { results.limits.maxBytes }
-
     /// The result for `key` while it is fresh at `now`.
     func fresh(_ key: RequestKey, at now: Date) -> ProcessedResult? {
         results.value(for: key) { $0.meta.freshUntil > now ? .use : .drop }
@@ -85,7 +83,4 @@ struct ResultCache: Sendable {
     func insert(_ result: ProcessedResult, for key: RequestKey) {
         results.insert(result, cost: result.body.readableBytes, for: key)
     }
-
-    /// Entries held and their bytes.
-    var usage: (count: Int, bytes: Int) { results.usage }
 }

@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import Testing
 
 @testable import RasterImage
@@ -201,7 +202,7 @@ struct ThumbnailPipelineTests {
         }
         #expect(limited.0 == 1)
         #expect(limited.1.pixels == banded.pixels)
-        #expect(ResizeParallelism.cores == ProcessorCount.online)
+        #expect(ResizeParallelism.cores == System.processorsOnline)
     }
 
     @Test("hostile and truncated files are typed errors on the thumbnail path too")

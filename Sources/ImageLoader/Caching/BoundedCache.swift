@@ -89,8 +89,6 @@ package final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sen
 
         init(limits: Limits) { self.limits = limits }
 
-        var isOver: Bool { bytes > limits.maxBytes || limits.maxCount.map { index.count > $0 } ?? false }
-
         mutating func add(_ slot: Slot) {
             var slot = slot
             slot.older = newest
@@ -133,8 +131,13 @@ package final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sen
             remove(at: position)
         }
 
-        mutating func trim() {
-            while isOver && !index.isEmpty { evictOne() }
+        /// Evicts until `cost` more bytes and `entries` more entries fit the limits.
+        mutating func makeRoom(for cost: Int, entries: Int) {
+            while !index.isEmpty
+                && (bytes > limits.maxBytes - cost || limits.maxCount.map { index.count + entries > $0 } ?? false)
+            {
+                evictOne()
+            }
         }
 
         mutating func removeAll() {
@@ -156,7 +159,7 @@ package final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sen
     package func setMaxBytes(_ maxBytes: Int) {
         state.withLock { state in
             state.limits.maxBytes = max(0, maxBytes)
-            state.trim()
+            state.makeRoom(for: 0, entries: 0)
         }
     }
 
@@ -186,12 +189,7 @@ package final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sen
             if let old = state.index[key] { state.remove(at: old) }
             guard cost >= 0, cost <= state.limits.maxEntryCost, state.limits.maxCount != 0 else { return false }
             // Room first, so the new entry is not the first candidate for eviction.
-            while !state.index.isEmpty
-                && (state.bytes > state.limits.maxBytes - cost
-                    || state.limits.maxCount.map { state.index.count >= $0 } ?? false)
-            {
-                state.evictOne()
-            }
+            state.makeRoom(for: cost, entries: 1)
             state.add(Slot(key: key, value: value, cost: cost))
             return true
         }

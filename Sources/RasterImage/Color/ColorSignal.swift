@@ -46,30 +46,30 @@ struct ColorSignal: Hashable {
     /// Linear light (1 = SDR white) for an encoded value in 0...1.
     func linear(_ value: Double) -> Double {
         switch transfer {
-        case 4: return Platform.power(value, 2.2)
-        case 5: return Platform.power(value, 2.8)
+        case 4: return System.power(value, 2.2)
+        case 5: return System.power(value, 2.8)
         case 8: return value
         case 16:
             // SMPTE ST 2084 (PQ) to cd/m², then relative to reference white.
             let (m1, m2, c1, c2, c3) = (0.1593017578125, 78.84375, 0.8359375, 18.8515625, 18.6875)
-            let p = Platform.power(value, 1 / m2)
-            let nits = 10_000 * Platform.power(max(p - c1, 0) / (c2 - c3 * p), 1 / m1)
+            let p = System.power(value, 1 / m2)
+            let nits = 10_000 * System.power(max(p - c1, 0) / (c2 - c3 * p), 1 / m1)
             return ColorSignal.rollOff(nits / 203)
         case 18:
             // ARIB STD-B67 (HLG) inverse OETF, then the system gamma of 1.2 at 1,000 cd/m².
             let (a, b, c) = (0.17883277, 0.28466892, 0.55991073)
-            let scene = value <= 0.5 ? value * value / 3 : (Platform.exponential((value - c) / a) + b) / 12
-            return ColorSignal.rollOff(1000 * Platform.power(scene, 1.2) / 203)
+            let scene = value <= 0.5 ? value * value / 3 : (System.exponential((value - c) / a) + b) / 12
+            return ColorSignal.rollOff(1000 * System.power(scene, 1.2) / 203)
         default:
             // sRGB's curve.
-            return value <= 0.04045 ? value / 12.92 : Platform.power((value + 0.055) / 1.055, 2.4)
+            return value <= 0.04045 ? value / 12.92 : System.power((value + 0.055) / 1.055, 2.4)
         }
     }
 
     /// Identity up to 0.75, then an exponential shoulder towards 1 with the same slope.
     private static func rollOff(_ light: Double) -> Double {
         guard light > 0.75 else { return max(light, 0) }
-        return min(1, 0.75 + 0.25 * (1 - Platform.exponential(-(light - 0.75) / 0.25)))
+        return min(1, 0.75 + 0.25 * (1 - System.exponential(-(light - 0.75) / 0.25)))
     }
 
     private func make(_ chromaticities: [(Double, Double)]) -> [UInt8]? {

@@ -1,20 +1,11 @@
 import ImageLoaderSupport
 
 // RasterImage's uses of the C library that are not an image codec's go through
-// ImageLoaderSupport (`System`, `FileSystem`, `PageFaulter`); these name them for the
-// decoders, with RasterImage's errors.
+// ImageLoaderSupport (`System`, `FileSystem`, `PageFaulter`); the file calls below add
+// RasterImage's errors.
 
-/// The C library's functions the rest of the target needs, as Swift functions.
+/// Files read by the decoders, with RasterImage's errors.
 enum Platform {
-    /// `sin` from libm.
-    @inline(__always) static func sine(_ x: Double) -> Double { System.sine(x) }
-
-    /// `pow` from libm.
-    @inline(__always) static func power(_ x: Double, _ y: Double) -> Double { System.power(x, y) }
-
-    /// `exp` from libm.
-    @inline(__always) static func exponential(_ x: Double) -> Double { System.exponential(x) }
-
     /// Opens a regular file for reading: its descriptor and size. Throws
     /// ``ImageDecodingError/Reason/unreadable`` for anything else (a folder, a device).
     static func openRegularFile(_ path: String) throws(ImageDecodingError) -> (descriptor: Int32, size: Int) {
@@ -41,14 +32,4 @@ enum Platform {
         // A read-only descriptor: a failed close loses nothing.
         try? System.close(descriptor)
     }
-
-    /// The C library's text for an errno value.
-    static func describe(errno code: Int32) -> String {
-        System.describe(errno: code)
-    }
-}
-
-enum ProcessorCount {
-    /// Cores online, as the C library reports them (a cgroup may give fewer).
-    static var online: Int { System.processorsOnline }
 }

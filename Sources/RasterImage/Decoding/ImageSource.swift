@@ -1,3 +1,5 @@
+import ImageLoaderSupport
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -276,7 +278,7 @@ final class ByteReader {
         defer { whole.deallocate() }
         let got = readFile(at: 0, into: whole.baseAddress!, count: size)
         if readError != 0 {
-            throw ImageDecodingError(.unreadable, message: Platform.describe(errno: readError))
+            throw ImageDecodingError(.unreadable, message: System.describe(errno: readError))
         }
         return try body(UnsafeRawBufferPointer(rebasing: whole[0..<got]))
     }

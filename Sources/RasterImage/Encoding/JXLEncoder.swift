@@ -1,4 +1,5 @@
 import CJXL
+import ImageLoaderSupport
 
 /// Writes JPEG XL with libjxl: lossy (VarDCT) at a quality, or lossless; alpha when the
 /// image has it; the ICC profile when there is one, else sRGB.
@@ -28,7 +29,7 @@ public struct JXLEncoder: Sendable, Hashable {
     static func distance(quality: Int) -> Float {
         if quality >= 100 { return 0 }
         if quality >= 30 { return 0.1 + Float(100 - quality) * 0.09 }
-        return 6.4 + Float(Platform.power(2.5, Double(30 - quality) / 5)) / 6.25
+        return 6.4 + Float(System.power(2.5, Double(30 - quality) / 5)) / 6.25
     }
 
     /// Frame `frame`'s rows without padding, with `channels` (3 or 4) bytes a pixel.

@@ -1,4 +1,5 @@
 import Dispatch
+import ImageLoaderSupport
 
 extension RasterImage {
     /// This image resized to exactly `width` x `height` (every frame), filtered in
@@ -96,7 +97,7 @@ public enum ResizeParallelism {
     @TaskLocal static var limit: Int?
 
     /// The cores a resize started now may use.
-    public static var cores: Int { max(1, min(limit ?? ProcessorCount.online, ProcessorCount.online)) }
+    public static var cores: Int { max(1, min(limit ?? System.processorsOnline, System.processorsOnline)) }
 
     /// Runs `body` (synchronous work on this thread) with resizes limited to `cores`.
     public static func withCores<T>(_ cores: Int, _ body: () throws -> T) rethrows -> T {

@@ -1,3 +1,5 @@
+import ImageLoaderSupport
+
 /// The filter a resize uses for its last step (after any box pre-reduction).
 ///
 /// ```swift
@@ -35,7 +37,7 @@ public enum ResamplingKernel: String, Sendable, Hashable, CaseIterable, Codable 
             guard x > 0 else { return 1 }
             // One sine for both factors: sin(3t) = sin t (3 - 4 sin² t), with t = πx/3.
             let t = Double.pi * x / 3
-            let s = Platform.sine(t)
+            let s = System.sine(t)
             return s * (3 - 4 * s * s) * s / (3 * t * t)
         case .lanczos2: return x < 2 ? sinc(x) * sinc(x / 2) : 0
         case .mitchell:
@@ -54,7 +56,7 @@ public enum ResamplingKernel: String, Sendable, Hashable, CaseIterable, Codable 
     private func sinc(_ x: Double) -> Double {
         if x == 0 { return 1 }
         let px = Double.pi * x
-        return Platform.sine(px) / px
+        return System.sine(px) / px
     }
 }
 

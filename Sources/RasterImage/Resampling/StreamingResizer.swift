@@ -1,3 +1,5 @@
+import ImageLoaderSupport
+
 /// How the channels of the rows a resize receives relate to their fourth channel.
 enum RowChannels {
     /// RGBA with straight alpha: premultiplied on the way in, divided out on the way out.
@@ -559,7 +561,7 @@ enum SRGBTransfer {
     /// 8-bit sRGB to linear light, scaled to 0...255.
     static let toLinear255: [Float] = (0..<256).map { value in
         let c = Double(value) / 255
-        let linear = c <= 0.04045 ? c / 12.92 : Platform.power((c + 0.055) / 1.055, 2.4)
+        let linear = c <= 0.04045 ? c / 12.92 : System.power((c + 0.055) / 1.055, 2.4)
         return Float(linear * 255)
     }
 
@@ -567,7 +569,7 @@ enum SRGBTransfer {
     @inline(__always)
     static func encode255(_ linear: Float) -> UInt8 {
         let l = Double(linear) / 255
-        let c = l <= 0.0031308 ? l * 12.92 : 1.055 * Platform.power(l, 1 / 2.4) - 0.055
+        let c = l <= 0.0031308 ? l * 12.92 : 1.055 * System.power(l, 1 / 2.4) - 0.055
         return UInt8(min(255, max(0, c * 255 + 0.5)))
     }
 }
