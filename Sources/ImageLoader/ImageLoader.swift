@@ -163,12 +163,11 @@ public final class ImageLoader: Sendable {
         let key = productKey(url, product, options)
         let (pipeline, work) = (self.pipeline, self.work(key, options))
         return AsyncStream { continuation in
-            // Attached and detached synchronously, under the pipeline's lock: the
+            // Attached and detached synchronously, under the shared work's lock: the
             // termination handler is set only once the caller is registered.
-            let id = pipeline.makeCallerID()
             guard
-                pipeline.attach(
-                    id, key: key, priority: options.priority, finishesWhenCancelled: options.finishesWhenCancelled,
+                let id = pipeline.attach(
+                    key: key, priority: options.priority, finishesWhenCancelled: options.finishesWhenCancelled,
                     continuation: continuation, work: work)
             else { return }
             let timer = options.deadline.map { deadline in
@@ -188,9 +187,10 @@ public final class ImageLoader: Sendable {
 
     private func work(_ key: ProductKey, _ options: LoadOptions) -> ImagePipeline.Work {
         let context = self.context
-        return { emit, priority, keepRunning in
+        return { run in
             await LoadOperation(
-                key: key, options: options, context: context, emit: emit, priority: priority, keepRunning: keepRunning
+                key: key, options: options, context: context, emit: run.report, priority: run.priority,
+                keepRunning: run.keepRunning
             ).run()
         }
     }

@@ -151,7 +151,7 @@ public final class ImageService: Service, Sendable {
     /// from `admission`, so clients that send a body slowly hold no place of image
     /// requests; as many as workers, each at most `maxSourceBytes`.
     private let bodies: WorkScheduler
-    private let shared = SharedWork<ProcessingKey, ProcessingOutcome, Never>()
+    private let shared = SharedWork<ProcessingKey, ProcessingOutcome, Never, Never>()
     let metrics: ServiceMetrics
     private let decoder = ImageDecoder()
     /// The source limits, for reading headers before any work.
@@ -231,8 +231,8 @@ public final class ImageService: Service, Sendable {
                 try await self.shared.value(
                     for: ProcessingKey(result: key, conditions: conditions), product: nil,
                     priority: PriorityHandle(.normal)
-                ) { priority, _ in
-                    try await self.admitted(priority) {
+                ) { run in
+                    try await self.admitted(run.priority) {
                         try await self.produce(url, allowed, key, requestKey, conditions)
                     }
                 }.value

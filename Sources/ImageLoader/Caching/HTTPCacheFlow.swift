@@ -16,7 +16,7 @@ protocol CachedProductMaking: Sendable {
 
     /// The product of a downloaded 200, and the bytes the disk cache keeps for it
     /// (`nil`: none, and a previous entry is removed).
-    func product(ofDownload download: SharedWork<DownloadKey, DataResponse, ImageProduct>.Outcome) async throws -> (
+    func product(ofDownload download: Downloads.Outcome) async throws -> (
         Product, [UInt8]?
     )
 }
@@ -133,7 +133,7 @@ struct HTTPCacheFlow<Maker: CachedProductMaking>: Sendable {
         sendingRequest(cached != nil)
         var headers = requestHeaders
         if let cached { headers += policy.conditionalHeaders(for: cached.response) }
-        let download: SharedWork<DownloadKey, DataResponse, ImageProduct>.Outcome
+        let download: Downloads.Outcome
         do {
             download = try await context.download(
                 DataRequest(url: url, headers: headers), product: product, priority: priority, progress: progress)
@@ -193,7 +193,7 @@ struct HTTPCacheFlow<Maker: CachedProductMaking>: Sendable {
     /// Writes to the disk cache on a worker, once for this entry per download whichever
     /// load sharing it asks first; `false` without a disk cache or when the write failed.
     private func writeOnce(
-        _ download: SharedWork<DownloadKey, DataResponse, ImageProduct>.Outcome,
+        _ download: Downloads.Outcome,
         _ write: @escaping @Sendable (DiskCache, String, String) -> Bool
     ) async -> Bool {
         guard let disk = context.diskCache else { return false }

@@ -59,7 +59,7 @@ struct DataOperation: CachedProductMaking {
             format: try context.acceptedFormat(body, declaredContentType: response.value("Content-Type"), url: urlText))
     }
 
-    func product(ofDownload download: SharedWork<DownloadKey, DataResponse, ImageProduct>.Outcome) async throws -> (
+    func product(ofDownload download: Downloads.Outcome) async throws -> (
         Bytes, [UInt8]?
     ) {
         let response = download.value

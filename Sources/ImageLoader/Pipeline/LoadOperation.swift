@@ -146,7 +146,7 @@ struct LoadOperation: CachedProductMaking {
     }
 
     /// A 200 of an accepted type, made into the product.
-    func product(ofDownload download: SharedWork<DownloadKey, DataResponse, ImageProduct>.Outcome) async throws -> (
+    func product(ofDownload download: Downloads.Outcome) async throws -> (
         Made, [UInt8]?
     ) {
         let response = download.value
@@ -177,7 +177,7 @@ struct LoadOperation: CachedProductMaking {
     /// The product made from downloaded bytes. Alone, it is made the leanest way (a
     /// thumbnail shrinks while loading); shared with other products of the same
     /// download, one decode serves them all (``DecodePlan``) and each is resampled from it.
-    private func make(from download: SharedWork<DownloadKey, DataResponse, ImageProduct>.Outcome) async throws -> (
+    private func make(from download: Downloads.Outcome) async throws -> (
         RasterImage, [UInt8]?
     ) {
         let body = download.value.body
@@ -190,8 +190,8 @@ struct LoadOperation: CachedProductMaking {
         do {
             reduced = try await context.decodes.value(
                 for: DecodeKey(download: download.run, plan: plan), product: product, priority: priority
-            ) { priority, _ in
-                try await context.cpu(urlText, priority: priority) {
+            ) { run in
+                try await context.cpu(urlText, priority: run.priority) {
                     try metrics.timingDecode {
                         switch plan {
                         case .full:

@@ -19,9 +19,9 @@ struct PipelineContext: Sendable {
     /// The work outside the pipeline's loads, which shutdown waits for.
     let operations = Operations()
     /// One request per URL and header fields, whatever products wait for it.
-    let downloads = SharedWork<DownloadKey, DataResponse, ImageProduct>()
+    let downloads = Downloads()
     /// One decode per download and plan, shared by the products made from it.
-    let decodes = SharedWork<DecodeKey, ReducedImage, ImageProduct>()
+    let decodes = SharedWork<DecodeKey, ReducedImage, ImageProduct, Never>()
     var logger: Logger { configuration.logger }
     /// The configuration's clock, kept apart: a hit reads it, and reading it through
     /// the configuration would copy the configuration.
@@ -112,17 +112,19 @@ struct PipelineContext: Sendable {
     func download(
         _ request: DataRequest, product: ImageProduct?, priority: PriorityHandle,
         progress: @escaping @Sendable (Int, Int?) -> Void
-    ) async throws -> SharedWork<DownloadKey, DataResponse, ImageProduct>.Outcome {
+    ) async throws -> Downloads.Outcome {
         let (loader, metrics, network, downloads) = (dataLoader, self.metrics, self.network, self.downloads)
         return try await mappingErrors(request.url.absoluteString) {
             try await downloads.value(
                 for: DownloadKey(url: request.url, headers: request.headers), product: product, priority: priority,
-                progress: progress
-            ) { priority, progress in
-                try await network.run(priority: priority) {
+                onEvent: { progress($0.received, $0.expected) }
+            ) { run in
+                try await network.run(priority: run.priority) {
                     try Task.checkCancellation()
                     metrics.request()
-                    let response = try await loader.load(request, progress: progress)
+                    let response = try await loader.load(request) {
+                        run.report(DownloadProgress(received: $0, expected: $1))
+                    }
                     metrics.received(response.body.count)
                     return response
                 }

@@ -1,4 +1,5 @@
 import Foundation
+import ImageLoaderSupport
 import RasterImage
 
 /// What a load makes of the image at a URL.
@@ -71,6 +72,15 @@ struct ProductKey: Sendable, Hashable {
 
     var url: URL { cache.url }
     var product: ImageProduct { cache.product }
+}
+
+/// The download stage's shared work.
+typealias Downloads = SharedWork<DownloadKey, DataResponse, ImageProduct, DownloadProgress>
+
+/// How much of a download has arrived: what the download stage tells its members.
+struct DownloadProgress: Sendable {
+    let received: Int
+    let expected: Int?
 }
 
 /// The download stage: one request per URL and request header fields (validators
