@@ -11,7 +11,8 @@ struct PipelineContext: Sendable {
     let diskCache: DiskCache?
     let memoryCache: MemoryCache?
     let dataLoader: any DataLoading
-    let workers: WorkerPool
+    /// The loader's worker threads: decoding, resampling, encoding, disk reads.
+    let workers: ThreadPool
     let network: WorkScheduler
     let decoding: WorkScheduler
     let metrics: LoaderMetrics
@@ -36,7 +37,7 @@ struct PipelineContext: Sendable {
 
     init(
         configuration: ImageLoader.Configuration, diskCache: DiskCache?, memoryCache: MemoryCache?,
-        dataLoader: any DataLoading, workers: WorkerPool
+        dataLoader: any DataLoading, workers: ThreadPool
     ) {
         self.configuration = configuration
         clock = configuration.clock
@@ -63,7 +64,8 @@ struct PipelineContext: Sendable {
     func blocking<T: Sendable>(_ url: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
         let share = resizeCores
         do {
-            return try await workers.run { try ResizeParallelism.withCores(share, body) }
+            // A caller holds its decoding slot until its work has left the thread.
+            return try await workers.run(whenCancelled: .waitForResult) { try ResizeParallelism.withCores(share, body) }
         } catch {
             throw ImageLoadingError(mapping: error, url: url)
         }
