@@ -83,6 +83,16 @@ package final class PriorityHandle: Sendable {
         tell(change)
     }
 
+    /// Stops counting every member at once, telling no one: for a run that has ended,
+    /// whose rank nothing reads any more.
+    package func removeAllMembers() {
+        let members = state.withLock { state -> [UInt64: Member] in
+            defer { state.members = [:] }
+            return state.members
+        }
+        for member in members.values { member.handle.stopObserving(member.token) }
+    }
+
     /// Calls `observer` with every later change, until ``stopObserving(_:)`` with
     /// `token`; returns the rank now and its version.
     package func observe(_ token: UInt64, _ observer: @escaping Observer) -> (version: UInt64, rank: Int) {

@@ -95,7 +95,10 @@ package final class SharedWork<
     /// Thrown to a waiter that arrives after ``shutdown()``.
     package struct ShutDown: Error {}
 
-    private final class Run {
+    private final class Run: @unchecked Sendable {
+        // Safe: the variables are read and written only with the work's `state` lock
+        // held (the work's reports and its end reach the run itself, under that lock);
+        // the constants are Sendable.
         let id = Identity.next()
         let priority: PriorityHandle
         let once = RunOnce()
@@ -105,6 +108,8 @@ package final class SharedWork<
         var history: [Event] = []
         var keepsRunning: Bool
         var task: Task<Void, Never>?
+        /// Whether new members join this run: false once it is cancelled or has ended.
+        var isCurrent = true
 
         init(floor: Int, unattended: Bool) {
             priority = PriorityHandle(rank: floor)
@@ -195,7 +200,7 @@ package final class SharedWork<
     package func setRank(_ rank: Int, key: Key) {
         let handles = state.withLock { state -> [PriorityHandle] in
             guard let run = state.runs[key] else { return [] }
-            return [run.priority] + run.members.values.map(\.priority)
+            return [run.priority] + run.members.values.map { $0.priority }
         }
         for handle in handles { handle.ownRank = rank }
     }
@@ -242,6 +247,7 @@ package final class SharedWork<
     }
 
     private func cancel(_ run: Run, key: Key, in state: inout State) {
+        run.isCurrent = false
         run.task?.cancel()
         // New members start a new run; this one's task is still waited for until it returns.
         state.runs[key] = nil
@@ -251,10 +257,11 @@ package final class SharedWork<
         let run = Run(floor: floor, unattended: unattended)
         state.runs[key] = run
         state.started += 1
-        let runID = run.id
+        // The run itself, not its key, reaches the work's reports: no hashing per event.
+        // (The task holds the run until it ends, and the run its task until then.)
         let context = RunContext(
-            priority: run.priority, report: { [weak self] in self?.report($0, key, runID) },
-            keepRunning: { [weak self] in self?.keepRunning(key, runID) })
+            priority: run.priority, report: { self.report($0, of: run) },
+            keepRunning: { self.state.withLock { _ in if run.isCurrent { run.keepsRunning = true } } })
         // Under the lock, so the task is filed before its end can remove it.
         let task = Task.detached {
             let result: Result<Value, any Error>
@@ -263,45 +270,43 @@ package final class SharedWork<
             } catch {
                 result = .failure(error)
             }
-            self.finish(key, runID, result)
+            self.finish(run, key: key, result)
         }
         run.task = task
-        state.tasks[runID] = task
+        state.tasks[run.id] = task
         return run
     }
 
-    private func report(_ event: Event, _ key: Key, _ runID: UInt64) {
-        let listeners = state.withLock { state -> [@Sendable (Event) -> Void] in
-            guard let run = state.runs[key], run.id == runID else { return [] }
+    private func report(_ event: Event, of run: Run) {
+        // A copy of the members (a reference count), called outside the lock.
+        let members = state.withLock { _ -> [UInt64: Member] in
+            guard run.isCurrent else { return [:] }
             if replays(event) { run.history.append(event) }
-            return run.members.values.compactMap(\.onEvent)
+            return run.members
         }
-        for listener in listeners { listener(event) }
+        for member in members.values { member.onEvent?(event) }
     }
 
-    private func keepRunning(_ key: Key, _ runID: UInt64) {
-        state.withLock { state in
-            if let run = state.runs[key], run.id == runID { run.keepsRunning = true }
-        }
-    }
-
-    private func finish(_ key: Key, _ runID: UInt64, _ result: Result<Value, any Error>) {
-        let (members, once) = state.withLock { state -> ([(UInt64, Member)], RunOnce?) in
-            state.tasks[runID] = nil
-            guard let run = state.runs[key], run.id == runID else { return ([], nil) }
+    private func finish(_ run: Run, key: Key, _ result: Result<Value, any Error>) {
+        let members = state.withLock { state -> [UInt64: Member]? in
+            state.tasks[run.id] = nil
+            run.task = nil
+            guard run.isCurrent else { return nil }
+            run.isCurrent = false
             state.runs[key] = nil
-            // The members' handles stop reporting to this run's, which nothing reads any more.
-            for id in run.members.keys { run.priority.remove(id) }
-            return (run.members.sorted { $0.key < $1.key }, run.once)
+            return run.members
         }
-        guard let once else { return }
+        guard let members else { return }
+        // The members' handles stop reporting to this run's, which nothing reads any more.
+        run.priority.removeAllMembers()
+        let order = members.keys.sorted()
         var products: [Tag] = []
-        for case let product? in members.map(\.1.product) where !products.contains(product) {
-            products.append(product)
+        for id in order {
+            if let product = members[id]?.product, !products.contains(product) { products.append(product) }
         }
-        for (index, (_, member)) in members.enumerated() {
-            member.ended(
-                result.map { Outcome(value: $0, run: runID, products: products, isFirst: index == 0, once: once) })
+        for (index, id) in order.enumerated() {
+            members[id]?.ended(
+                result.map { Outcome(value: $0, run: run.id, products: products, isFirst: index == 0, once: run.once) })
         }
     }
 }

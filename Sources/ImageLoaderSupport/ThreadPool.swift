@@ -129,8 +129,13 @@ package final class ThreadPool: @unchecked Sendable {
         }
         queue.append(item)
         let starts = idle == 0 && started < limit
-        if starts { started += 1 } else { pthread_cond_signal(condition) }
+        let wakes = !starts && idle > 0
+        if starts { started += 1 }
         pthread_mutex_unlock(mutex)
+        // After unlocking, so the woken thread does not wake only to wait for the mutex.
+        // (An idle thread is inside pthread_cond_wait: the signal cannot be lost. A busy
+        // one looks at the queue before it waits again.)
+        if wakes { pthread_cond_signal(condition) }
         if starts { startThread() }
     }
 

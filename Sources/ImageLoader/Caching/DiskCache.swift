@@ -251,10 +251,11 @@ public final class DiskCache: Sendable {
         let othersWrote = folderChangedByOthers()
         try write(bytes, to: path(hash, .response))
         record(hash, size: bytes.count, kind: .response, keepingCreated: created)
-        let now = clock()
+        let (now, stamp) = (clock(), folderStamp())
         let rescan = state.withLock { state -> Bool in
             state.bytesSinceRescan += bytes.count
-            state.folderStamp = folderStamp()
+            // Read before the lock: a stat is a system call, and every lookup takes this lock.
+            state.folderStamp = stamp
             // Reading the folder costs a stat a file: when others wrote, at most once a
             // second; otherwise after a sixteenth of the limit written, so that processes
             // writing at once overshoot `maxBytes` by a sixteenth each at most.
