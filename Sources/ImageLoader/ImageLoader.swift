@@ -35,7 +35,7 @@ public final class ImageLoader: Sendable {
     private let pipeline: ImagePipeline
     let context: PipelineContext
     private let dataLoader: any DataLoading
-    private let workers: ThreadPool
+    private let workers: WorkerPool
     private let isShutDown = Lock(false)
     /// The configuration's decoding limits, which every thumbnail key carries.
     private let decodingLimits: DecodingLimits
@@ -62,7 +62,7 @@ public final class ImageLoader: Sendable {
         } else {
             dataLoader = HTTPDataLoader(configuration: http, logger: configuration.logger)
         }
-        workers = ThreadPool(threads: configuration.decodingThreads, niceness: configuration.workerNiceness)
+        workers = WorkerPool(threads: configuration.decodingThreads, niceness: configuration.workerNiceness)
         context = PipelineContext(
             configuration: configuration, diskCache: diskCache, memoryCache: memoryCache, dataLoader: dataLoader,
             workers: workers)
@@ -292,7 +292,7 @@ public final class ImageLoader: Sendable {
         for task in pipeline.shutdown() { await task.value }
         await context.operations.closeAndWait()
         diskCache?.flush()
-        try await runEvery([{ try await self.dataLoader.shutdown() }, { await self.workers.shutdown() }])
+        try await runEvery([{ try await self.dataLoader.shutdown() }, { try await self.workers.shutdown() }])
     }
 }
 

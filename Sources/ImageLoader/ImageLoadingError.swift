@@ -1,4 +1,5 @@
 import ImageLoaderSupport
+import NIOPosix
 import RasterImage
 
 /// Why a load gave no image: the reason, the URL, and the HTTP status when there was one.
@@ -94,14 +95,14 @@ public struct ImageLoadingError: Error, Sendable, Hashable, CustomStringConverti
 extension ImageLoadingError {
     /// What any error met while loading `url` means to a caller: the loader's one
     /// mapping. A decoder's error becomes `.decoding`, a cancellation `.cancelled`, the
-    /// stopped thread pool `.shutDown`, and anything else a `.network` failure with
+    /// worker or waiting threads stopped `.shutDown`, and anything else a `.network` failure with
     /// its description (the HTTP client's errors are mapped by ``HTTPDataLoader`` first).
     init(mapping error: any Error, url: String) {
         switch error {
         case let error as ImageLoadingError: self = error
         case let error as ImageDecodingError: self.init(.decoding(error), url: url)
         case is CancellationError: self.init(.cancelled, url: url)
-        case is ThreadPool.Stopped: self.init(.shutDown, url: url)
+        case is NIOThreadPoolError.ThreadPoolInactive, is WaitingThreads.Stopped: self.init(.shutDown, url: url)
         default: self.init(.network(String(describing: error)), url: url)
         }
     }

@@ -158,7 +158,7 @@ public final class ImageService: Service, Sendable {
     private let headerOptions: DecodingOptions
     /// Where `local:///` sources are read: one thread per request that may be fetching,
     /// apart from NIO's shared pool (where name lookups wait) and from the workers.
-    private let fileReads: ThreadPool
+    private let fileReads: WaitingThreads
     /// The watermark, with its resized copies.
     private let watermark: WatermarkImage?
 
@@ -191,7 +191,7 @@ public final class ImageService: Service, Sendable {
         // As many bodies as workers: more would only wait for a worker, holding memory.
         bodies = WorkScheduler(limit: max(1, configuration.workers), order: .fifo, maxWaiting: configuration.queueLimit)
         metrics = ServiceMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
-        fileReads = ThreadPool(threads: min(configuration.inFlightLimit, 64))
+        fileReads = WaitingThreads(threads: min(configuration.inFlightLimit, 64))
         watermark = configuration.watermark.map { WatermarkImage(image: $0, opacity: configuration.watermarkOpacity) }
     }
 

@@ -276,7 +276,7 @@ final class PinnedClients: Sendable {
     /// Where host names are resolved: threads of the loader's own, so lookups that
     /// hang on a slow name server hold up neither each other (up to this many) nor the
     /// rest of the process.
-    let resolver = ThreadPool(threads: 16)
+    let resolver = WaitingThreads(threads: 16)
 
     init(_ configuration: HTTPDataLoader.Configuration) {
         self.configuration = configuration

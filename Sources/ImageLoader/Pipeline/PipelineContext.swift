@@ -11,8 +11,7 @@ struct PipelineContext: Sendable {
     let diskCache: DiskCache?
     let memoryCache: MemoryCache?
     let dataLoader: any DataLoading
-    /// The loader's worker threads: decoding, resampling, encoding, disk reads.
-    let workers: ThreadPool
+    let workers: WorkerPool
     let network: WorkScheduler
     let decoding: WorkScheduler
     let metrics: LoaderMetrics
@@ -37,7 +36,7 @@ struct PipelineContext: Sendable {
 
     init(
         configuration: ImageLoader.Configuration, diskCache: DiskCache?, memoryCache: MemoryCache?,
-        dataLoader: any DataLoading, workers: ThreadPool
+        dataLoader: any DataLoading, workers: WorkerPool
     ) {
         self.configuration = configuration
         clock = configuration.clock
@@ -64,8 +63,7 @@ struct PipelineContext: Sendable {
     func blocking<T: Sendable>(_ url: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
         let share = resizeCores
         do {
-            // A caller holds its decoding slot until its work has left the thread.
-            return try await workers.run(whenCancelled: .waitForResult) { try ResizeParallelism.withCores(share, body) }
+            return try await workers.run { try ResizeParallelism.withCores(share, body) }
         } catch {
             throw ImageLoadingError(mapping: error, url: url)
         }

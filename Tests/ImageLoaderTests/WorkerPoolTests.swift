@@ -5,19 +5,19 @@ import Testing
 
 @testable import ImageLoader
 
-@Suite("Thread pools: the workers' priority")
-struct ThreadPoolNicenessTests {
+@Suite("The worker pool's priority")
+struct WorkerPoolTests {
     #if os(Linux)
     @Test("workers run the given niceness below the thread that made the pool; 0 leaves them as it")
     func niceness() async throws {
         let base = ThreadNiceness.current
         for (asked, expected) in [(0, base), (5, min(19, base + 5)), (40, 19)] {
             // Given a pool asked to run `asked` below this thread
-            let pool = ThreadPool(threads: 2, niceness: asked)
+            let pool = WorkerPool(threads: 2, niceness: asked)
             // When its threads report their nice value, on several jobs
             var seen = Set<Int>()
             for _ in 0..<6 { seen.insert(try await pool.run { ThreadNiceness.current }) }
-            await pool.shutdown()
+            try await pool.shutdown()
             // Then every job ran at the expected value, and this thread kept its own
             #expect(seen == [expected], "asked \(asked)")
             #expect(ThreadNiceness.current == base)
@@ -26,14 +26,14 @@ struct ThreadPoolNicenessTests {
     #endif
 }
 
-@Suite("Thread pools: blocking waits")
-struct ThreadPoolTests {
+@Suite("Threads for blocking waits")
+struct WaitingThreadsTests {
     @Test(
         "a cancelled caller stops waiting at once; what had not started never runs, what runs is dropped",
         .timeLimit(.minutes(1)))
     func cancellationDoesNotWait() async throws {
         // Given one thread, held by a call that blocks until released
-        let threads = ThreadPool(threads: 1)
+        let threads = WaitingThreads(threads: 1)
         let gate = DispatchSemaphore(value: 0)
         let started = Lock(false)
         let ran = Lock(false)
@@ -67,32 +67,6 @@ struct ThreadPoolTests {
         }
         await #expect(throws: CancellationError.self) { try await early.value }
         await threads.shutdown()
-        await #expect(throws: ThreadPool.Stopped.self) { try await threads.run { 9 } }
-    }
-
-    @Test(
-        "a worker's caller waits for its call's result even when cancelled; a stopped pool refuses",
-        .timeLimit(.minutes(1)))
-    func waitForResult() async throws {
-        // Given one thread, whose call blocks until released
-        let threads = ThreadPool(threads: 1)
-        let gate = DispatchSemaphore(value: 0)
-        let started = Lock(false)
-        let caller = Task {
-            try await threads.run(whenCancelled: .waitForResult) {
-                started.withLock { $0 = true }
-                gate.wait()
-                return 5
-            }
-        }
-        try await waitUntil("the call on its thread") { started.withLock { $0 } }
-        // When its caller is cancelled, then the call returns
-        caller.cancel()
-        gate.signal()
-        // Then the caller gets the result: it held its slot until the thread was free
-        #expect(try await caller.value == 5)
-        // And after shutdown the pool refuses with Stopped
-        await threads.shutdown()
-        await #expect(throws: ThreadPool.Stopped.self) { try await threads.run(whenCancelled: .waitForResult) { 6 } }
+        await #expect(throws: (any Error).self) { try await threads.run { 9 } }
     }
 }

@@ -4,47 +4,33 @@ import Glibc
 import Musl
 #endif
 
-/// The package's threads for blocking work, started as they are needed up to a limit:
-/// a queue under a mutex, and a condition the idle threads wait on. The loader's
-/// workers (decoding, resampling, disk reads) are one pool; the waits that compute
-/// nothing (resolving a host name, reading a request's file) have pools of their own.
+/// Threads of their own for blocking calls that wait rather than compute (resolving a
+/// host name, reading a file), started as they are needed, up to a limit.
 ///
-/// Waits are kept apart from NIO's shared blocking pool (`NIOThreadPool.singleton`, one
-/// thread per core, which the whole process shares) and from the workers. A lookup stuck
-/// on a slow name server holds its thread until `getaddrinfo` gives up, long after the
-/// request that asked has timed out: on a shared pool a few such lookups, which anyone
-/// who can name a source can cause, would stall every other user of it, and on the
-/// workers a wait would hold a decoding slot.
+/// They are kept apart from NIO's shared blocking pool (`NIOThreadPool.singleton`, one
+/// thread per core, which the whole process shares). A lookup stuck on a slow name
+/// server holds its thread until `getaddrinfo` gives up, long after the request that
+/// asked has timed out: on the shared pool a few such lookups, which anyone who can name
+/// a source can cause, would stall every other user of it, and a slow disk would stall
+/// name resolution. They are kept apart from the decoding workers too, where a wait
+/// would hold a decoding slot.
 ///
-/// Built on pthreads alone, so that this target needs nothing but the C library, and
-/// each thread can take its priority once, as it starts.
-package final class ThreadPool: @unchecked Sendable {
-    // Safe: `queue`, `head`, `isStopped`, `started`, `idle`, `exited` and `stopWaiters`
-    // are read and written only while `mutex` is held (the threads' loop, `submit`,
-    // `shutdown`); `limit` and `niceness` are constant.
+/// A pthread pool of its own (a queue under a mutex, and a condition the idle threads
+/// wait on), so that this target needs nothing but the C library.
+package final class WaitingThreads: @unchecked Sendable {
+    // Safe: `queue`, `isStopped`, `started`, `idle`, `exited` and `stopWaiters` are read
+    // and written only while `mutex` is held (the threads' loop, `submit`, `shutdown`);
+    // `limit` is constant.
 
-    /// ``ThreadPool/run(_:)`` after ``ThreadPool/shutdown()``.
+    /// ``WaitingThreads/run(_:)`` after ``WaitingThreads/shutdown()``.
     package struct Stopped: Error, Sendable, Hashable {
         package init() {}
-    }
-
-    /// What a caller does when its task is cancelled while its call waits or runs.
-    package enum WhenCancelled: Sendable {
-        /// Stops waiting at once with `CancellationError`: a call not started never
-        /// runs, one running finishes on its thread and its result is dropped (for
-        /// waits, so a timeout around them holds however long they take).
-        case stopWaiting
-        /// Waits for the call's result as if not cancelled (for work whose caller
-        /// holds a slot until the thread is free again: the decoding slots).
-        case waitForResult
     }
 
     /// A queued call: told whether it may run (false once the threads have stopped).
     private typealias Item = (Bool) -> Void
 
     private let limit: Int
-    /// The nice value each thread takes as it starts; nil: the process's own.
-    private let niceness: Int?
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let condition: UnsafeMutablePointer<pthread_cond_t>
     private var queue: [Item] = []
@@ -55,11 +41,9 @@ package final class ThreadPool: @unchecked Sendable {
     private var exited = 0
     private var stopWaiters: [CheckedContinuation<Void, Never>] = []
 
-    /// A pool of up to `threads` threads (at least 1), none started yet, each running
-    /// `niceness` (0 to 19) below the priority of the thread that makes the pool.
-    package init(threads: Int, niceness: Int = 0) {
+    /// A pool of up to `threads` threads (at least 1), none started yet.
+    package init(threads: Int) {
         limit = max(1, threads)
-        self.niceness = niceness > 0 ? ThreadNiceness.current + min(niceness, 19) : nil
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
@@ -76,34 +60,28 @@ package final class ThreadPool: @unchecked Sendable {
     }
 
     /// Runs `body` on one of the threads. Throws what `body` throws, or ``Stopped``
-    /// once ``shutdown()`` has run; a cancelled caller does as `whenCancelled` says.
-    package func run<T: Sendable>(
-        whenCancelled: WhenCancelled = .stopWaiting, _ body: @escaping @Sendable () throws -> T
-    ) async throws -> T {
-        switch whenCancelled {
-        case .waitForResult:
-            return try await withCheckedThrowingContinuation { continuation in
-                submit { active in
-                    continuation.resume(with: active ? Result(catching: body) : .failure(Stopped()))
-                }
+    /// once ``shutdown()`` has run.
+    ///
+    /// A task cancelled while it waits (for a thread, or for `body`) stops waiting at
+    /// once and throws `CancellationError`: a timeout around this call holds however
+    /// long the blocking call takes. `body` is then not started, or, when it already
+    /// runs, finishes on its thread and its result is dropped.
+    package func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        // The caller's continuation, until the result or the cancellation takes it.
+        let slot = Lock<CheckedContinuation<T, any Error>?>(nil)
+        return try await slot.suspend { slot, continuation in
+            slot = continuation
+            return nil
+        } started: {
+            // Outside the slot's lock: a stopped pool answers the item here and now.
+            submit { active in
+                // Taken by a cancellation already: `body` is not started.
+                guard slot.withLock({ $0 != nil }) else { return }
+                let result: Result<T, any Error> = active ? Result(catching: body) : .failure(Stopped())
+                slot.withLock { $0.take() }?.resume(with: result)
             }
-        case .stopWaiting:
-            // The caller's continuation, until the result or the cancellation takes it.
-            let slot = Lock<CheckedContinuation<T, any Error>?>(nil)
-            return try await slot.suspend { slot, continuation in
-                slot = continuation
-                return nil
-            } started: {
-                // Outside the slot's lock: a stopped pool answers the item here and now.
-                submit { active in
-                    // Taken by a cancellation already: `body` is not started.
-                    guard slot.withLock({ $0 != nil }) else { return }
-                    let result: Result<T, any Error> = active ? Result(catching: body) : .failure(Stopped())
-                    slot.withLock { $0.take() }?.resume(with: result)
-                }
-            } onCancel: { slot in
-                slot.take()
-            }
+        } onCancel: { slot in
+            slot.take()
         }
     }
 
@@ -146,7 +124,7 @@ package final class ThreadPool: @unchecked Sendable {
             &thread, nil,
             { context in
                 guard let context else { return nil }
-                Unmanaged<ThreadPool>.fromOpaque(context).takeRetainedValue().work()
+                Unmanaged<WaitingThreads>.fromOpaque(context).takeRetainedValue().work()
                 return nil
             }, context)
         if status == 0 {
@@ -154,7 +132,7 @@ package final class ThreadPool: @unchecked Sendable {
         } else {
             // No thread: the queue is served by the threads there are (at least the
             // first must start, or its caller waits until it is cancelled).
-            Unmanaged<ThreadPool>.fromOpaque(context).release()
+            Unmanaged<WaitingThreads>.fromOpaque(context).release()
             pthread_mutex_lock(mutex)
             started -= 1
             let waiters = isStopped && exited == started ? stopWaiters : []
@@ -166,7 +144,6 @@ package final class ThreadPool: @unchecked Sendable {
 
     /// A thread's life: take the oldest item, run it, until stopped with nothing queued.
     private func work() {
-        if let niceness { ThreadNiceness.lowerCurrentThread(to: niceness) }
         pthread_mutex_lock(mutex)
         while true {
             while head == queue.count && !isStopped {
