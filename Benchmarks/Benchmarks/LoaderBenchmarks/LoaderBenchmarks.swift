@@ -10,6 +10,25 @@ import ImageLoader
 import RasterImage
 import Synchronization
 
+/// The cache folders this process made, removed when it exits: the stages live as long
+/// as the process, and the benchmark runner gives them no other end.
+let scratchFolders = Mutex<[String]>([])
+
+/// A new folder under the temporary directory, removed at exit.
+func scratchFolder(_ prefix: String) -> String {
+    let path = NSTemporaryDirectory() + prefix + UUID().uuidString
+    let first = scratchFolders.withLock { folders in
+        folders.append(path)
+        return folders.count == 1
+    }
+    if first {
+        atexit {
+            for folder in scratchFolders.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: folder) }
+        }
+    }
+    return path
+}
+
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration.maxDuration = .seconds(5)
 
@@ -266,7 +285,7 @@ final class Stage: Sendable {
     private let root: String
 
     private init() async throws {
-        root = NSTemporaryDirectory() + "imageloader-benchmarks-" + UUID().uuidString
+        root = scratchFolder("imageloader-benchmarks-")
         // Ten photo-sized JPEGs, 1600x1200, q85, 4:2:0, made with the library's encoder.
         var bodies: [String: [UInt8]] = [:]
         for index in 0..<10 {
@@ -367,7 +386,7 @@ final class DiskHitStage: Sendable {
         var configuration = try PrefetchStage.loader().configuration
         configuration.concurrentLoads = 8
         configuration.cacheImagesInMemory = false
-        configuration.cacheDirectory = NSTemporaryDirectory() + "imageloader-disk-hits-" + UUID().uuidString
+        configuration.cacheDirectory = scratchFolder("imageloader-disk-hits-")
         loader = try ImageLoader(configuration: configuration)
         urls = (0..<10_000).map { URL(string: "http://disk-hits.invalid/\($0).png")! }
         loader.prefetch(urls)
