@@ -123,17 +123,25 @@ struct DiskCacheTests {
         #expect(try saved()[DiskCache.hash(of: "https://x/1")]?.lastAccess == clock.now.timeIntervalSince1970)
     }
 
-    @Test("an entry written while the folder is read again stays in the index")
-    func writeDuringRescan() throws {
+    enum RescanMoment: String, CaseIterable, Sendable {
+        /// After the folder was listed.
+        case afterListing
+        /// After the entries missing from the listing were looked at again.
+        case beforeMerge
+    }
+
+    @Test("an entry written while the folder is read again stays in the index", arguments: RescanMoment.allCases)
+    func writeDuringRescan(moment: RescanMoment) throws {
         let harness = LoaderHarness()
         defer { Task { await harness.cleanUp() } }
         let clock = harness.clock
         // A rescan after every 62,500 bytes written (a sixteenth of the limit).
         let cache = try DiskCache(directory: harness.directory, maxBytes: 1_000_000, clock: { clock.now })
         let during = response("https://x/during", clock: clock)
-        cache.afterListing.withLock { hook in hook = { try? cache.store(during, body: [1, 2, 3]) } }
+        let hook = moment == .afterListing ? cache.afterListing : cache.beforeMerge
+        hook.withLock { hook in hook = { try? cache.store(during, body: [1, 2, 3]) } }
         try cache.store(response("https://x/big", clock: clock), body: [UInt8](repeating: 7, count: 70_000))
-        #expect(cache.afterListing.withLock { $0 == nil })  // the rescan ran, and the write happened in it
+        #expect(hook.withLock { $0 == nil })  // the rescan ran, and the write happened in it
         #expect(cache.statistics.entries == 2)
         #expect(cache.response(for: "https://x/during")?.body == [1, 2, 3])
         // An entry removed behind the cache's back is not kept by the same rule.

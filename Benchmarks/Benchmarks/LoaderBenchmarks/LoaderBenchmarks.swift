@@ -184,7 +184,8 @@ let benchmarks: @Sendable () -> Void = {
         var sources: [LoadedImage.Source] = []
         benchmark.startMeasurement()
         for index in 0..<1_000 {
-            sources.append(try await stage.loader.image(for: stage.urls[(stage.next() + index) % stage.urls.count]).source)
+            sources.append(
+                try await stage.loader.image(for: stage.urls[(stage.next() + index) % stage.urls.count]).source)
         }
         benchmark.stopMeasurement()
         try expect(sources.allSatisfy { $0 == .disk }, "answered from \(Set(sources.map { "\($0)" })), not only disk")
@@ -268,7 +269,12 @@ struct BenchmarkFailure: Error, CustomStringConvertible {
 }
 
 func expect(_ condition: Bool, _ message: @autoclosure () -> String) throws {
-    if !condition { throw BenchmarkFailure(description: message()) }
+    guard condition else {
+        // Also on standard error: run on its own, the runner ends without saying why.
+        let description = message()
+        FileHandle.standardError.write(Data("benchmark failed: \(description)\n".utf8))
+        throw BenchmarkFailure(description: description)
+    }
 }
 
 /// What every benchmark shares: the origin, its ten images, and loaders made warm once.
@@ -349,7 +355,8 @@ enum PrefetchStage {
             let now = Date()
             return DataResponse(
                 url: request.url, status: 200,
-                headers: [HeaderField("Content-Type", "image/png"), HeaderField("Cache-Control", "max-age=86400")], body: body, requestTime: now,
+                headers: [HeaderField("Content-Type", "image/png"), HeaderField("Cache-Control", "max-age=86400")],
+                body: body, requestTime: now,
                 responseTime: now)
         }
 
