@@ -101,7 +101,6 @@ package final class SharedWork<
         // the constants are Sendable.
         let id = Identity.next()
         let priority: PriorityHandle
-        let once = RunOnce()
         /// Started with no member (a prefetch): only such a run can be cancelled unattended.
         let isUnattended: Bool
         var members: [UInt64: Member] = [:]
@@ -299,6 +298,8 @@ package final class SharedWork<
         guard let members else { return }
         // The members' handles stop reporting to this run's, which nothing reads any more.
         run.priority.removeAllMembers()
+        // Made as the run ends, for the members there are then (none for a prefetch no one joined).
+        let once = RunOnce()
         let order = members.keys.sorted()
         var products: [Tag] = []
         for id in order {
@@ -306,7 +307,7 @@ package final class SharedWork<
         }
         for (index, id) in order.enumerated() {
             members[id]?.ended(
-                result.map { Outcome(value: $0, run: run.id, products: products, isFirst: index == 0, once: run.once) })
+                result.map { Outcome(value: $0, run: run.id, products: products, isFirst: index == 0, once: once) })
         }
     }
 }

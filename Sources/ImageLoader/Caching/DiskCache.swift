@@ -287,14 +287,14 @@ public final class DiskCache: Sendable {
     private func rescanFolder() {
         let saved = savedIndex()
         let onDisk = loadIndex(saved: saved)
-        DiskCache.runOnce(afterListing)
+        DiskCache.runTestHook(afterListing)
         // Entries this process wrote while the folder was being listed are not in the
         // listing: their files are looked at again, so the index does not lose them (it
         // did, under concurrent writes: 28 of 10,000 entries in a benchmark). The others
         // missing from the listing were removed, by another process or this one.
         let unlisted = state.withLock { state in Set(state.index.keys.filter { onDisk.index[$0] == nil }) }
         let stillThere = unlisted.compactMap { name in FileSystem.status(file(named: name)).map { (name, $0.size) } }
-        DiskCache.runOnce(beforeMerge)
+        DiskCache.runTestHook(beforeMerge)
         let now = clock().timeIntervalSince1970
         state.withLock { state in
             // Files on disk are the truth of what exists; when an entry was last used is
@@ -329,7 +329,7 @@ public final class DiskCache: Sendable {
         }
     }
 
-    private static func runOnce(_ hook: Lock<(@Sendable () -> Void)?>) {
+    private static func runTestHook(_ hook: Lock<(@Sendable () -> Void)?>) {
         hook.withLock { hook in
             defer { hook = nil }
             return hook
