@@ -22,46 +22,57 @@ struct ImageProcessor: Sendable {
     /// `.all` for an animated result, every frame processed alike.
     let frames: FrameSelection
 
-    /// The processed image of `bytes`.
-    func image(of bytes: [UInt8], decoder: any ImageDecoding) throws -> RasterImage {
+    /// What the first decode leaves to do: trim (the plan follows from what is left),
+    /// or the plan made from the header.
+    enum Planned {
+        case trim(ProcessingOptions.Trim)
+        case plan(ProcessingPlan)
+    }
+
+    /// How the source is decoded first, chosen from its header (``info``): the thumbnail
+    /// options, and the plan when the header is enough to make it.
+    func firstDecode() throws -> (options: ThumbnailOptions, planned: Planned) {
         let autoRotate = options.autoRotate ?? true
         let upright =
             autoRotate && info.orientation.swapsDimensions ? (info.height, info.width) : (info.width, info.height)
-        let turns = options.rotate / 90
-        let turned = turns % 2 == 1 ? (upright.1, upright.0) : upright
-        let limit = max(1, min(maxResultSide, ThumbnailOptions.maxSide))
-
-        var image: RasterImage
-        let plan: ProcessingPlan
         if let trim = options.trim {
             // Trim looks at the source's own pixels: a full decode, then the plan for what is left.
             // Without auto-rotation the pixels are taken as stored, whatever the source says.
-            let full = try decoder.thumbnail(
-                .bytes(bytes), options: thumbnailOptions(width: upright.0, height: upright.1, autoRotate: autoRotate)
-            ).labelled(.up)
-            let region = full.contentRegion(
+            return (thumbnailOptions(width: upright.0, height: upright.1, autoRotate: autoRotate), .trim(trim))
+        }
+        let turns = options.rotate / 90
+        let turned = turns % 2 == 1 ? (upright.1, upright.0) : upright
+        let plan = ProcessingPlan(
+            options: options, sourceWidth: turned.0, sourceHeight: turned.1, maxResultSide: resultSideLimit)
+        try checkScaledSize(plan)
+        // With a crop to come, no larger than the source: the crop is enlarged after.
+        let cropping = options.crop != nil
+        let widthScale = cropping ? min(plan.widthScale, 1) : plan.widthScale
+        let heightScale = cropping ? min(plan.heightScale, 1) : plan.heightScale
+        let swaps = turns % 2 == 1
+        let decodeWidth = max(1, ProcessingPlan.scale(upright.0, swaps ? heightScale : widthScale))
+        let decodeHeight = max(1, ProcessingPlan.scale(upright.1, swaps ? widthScale : heightScale))
+        return (thumbnailOptions(width: decodeWidth, height: decodeHeight, autoRotate: autoRotate), .plan(plan))
+    }
+
+    /// The processed image, from the first decode that ``firstDecode()`` asked for.
+    func finish(_ decoded: RasterImage, _ planned: Planned) throws -> RasterImage {
+        let turns = options.rotate / 90
+        var image = decoded.labelled(.up)
+        let plan: ProcessingPlan
+        switch planned {
+        case .trim(let trim):
+            let region = image.contentRegion(
                 threshold: trim.threshold, color: trim.color, equalHorizontal: trim.equalHorizontal,
                 equalVertical: trim.equalVertical)
-            image = full.cropped(to: region).rotated(quarterTurns: turns)
+            image = image.cropped(to: region).rotated(quarterTurns: turns)
                 .flipped(horizontally: options.flipHorizontal, vertically: options.flipVertical)
             plan = ProcessingPlan(
-                options: options, sourceWidth: image.width, sourceHeight: image.height, maxResultSide: limit)
+                options: options, sourceWidth: image.width, sourceHeight: image.height, maxResultSide: resultSideLimit)
             try checkScaledSize(plan)
-        } else {
-            plan = ProcessingPlan(
-                options: options, sourceWidth: turned.0, sourceHeight: turned.1, maxResultSide: limit)
-            try checkScaledSize(plan)
-            // With a crop to come, no larger than the source: the crop is enlarged after.
-            let cropping = options.crop != nil
-            let widthScale = cropping ? min(plan.widthScale, 1) : plan.widthScale
-            let heightScale = cropping ? min(plan.heightScale, 1) : plan.heightScale
-            let swaps = turns % 2 == 1
-            let decodeWidth = max(1, ProcessingPlan.scale(upright.0, swaps ? heightScale : widthScale))
-            let decodeHeight = max(1, ProcessingPlan.scale(upright.1, swaps ? widthScale : heightScale))
-            image = try decoder.thumbnail(
-                .bytes(bytes),
-                options: thumbnailOptions(width: decodeWidth, height: decodeHeight, autoRotate: autoRotate)
-            ).labelled(.up).rotated(quarterTurns: turns).flipped(
+        case .plan(let planned):
+            plan = planned
+            image = image.rotated(quarterTurns: turns).flipped(
                 horizontally: options.flipHorizontal, vertically: options.flipVertical)
         }
 
@@ -113,6 +124,8 @@ struct ImageProcessor: Sendable {
 
     /// The whole (cropped) source scaled is made before the result's crop: it is bounded
     /// like a source, as a large enlargement cropped to a small box could ask for more.
+    private var resultSideLimit: Int { max(1, min(maxResultSide, ThumbnailOptions.maxSide)) }
+
     private func checkScaledSize(_ plan: ProcessingPlan) throws {
         guard let scaled = Checked.multiply(plan.scaledWidth, plan.scaledHeight), scaled <= limits.maxPixelsPerFrame
         else {

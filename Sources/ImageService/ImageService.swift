@@ -153,9 +153,6 @@ public final class ImageService: Service, Sendable {
     private let bodies: WorkScheduler
     private let shared = SharedWork<ProcessingKey, ProcessingOutcome, Never, Never>()
     let metrics: ServiceMetrics
-    private let decoder = ImageDecoder()
-    /// The source limits, for reading headers before any work.
-    private let headerOptions: DecodingOptions
     /// Where `local:///` sources are read: one thread per request that may be fetching,
     /// apart from NIO's shared pool (where name lookups wait) and from the workers.
     private let fileReads: WaitingThreads
@@ -183,7 +180,6 @@ public final class ImageService: Service, Sendable {
         limits.maxInputBytes = configuration.maxSourceBytes
         limits.maxPixelsPerFrame = configuration.maxSourcePixels
         loaderConfiguration.decodingOptions.limits = limits
-        headerOptions = DecodingOptions(limits: limits)
         loader = try ImageLoader(configuration: loaderConfiguration)
         results = configuration.resultCacheBytes > 0 ? ResultCache(maxBytes: configuration.resultCacheBytes) : nil
         admission = WorkScheduler(
@@ -307,7 +303,10 @@ public final class ImageService: Service, Sendable {
     }
 
     /// Fetches the source, answers 304 when the conditions match its entity tag, or
-    /// makes the image and keeps it in the result cache.
+    /// makes the image and keeps it in the result cache. The entity tag is known before
+    /// the source's header is read (it names the format the URL or `Accept` asked for,
+    /// else "the source's choice"), so a 304 costs no decoding, and the header is read
+    /// once: by the decode that makes the image, or, for a source passed through, alone.
     private func produce(
         _ url: ProcessingURL, _ allowed: SourcePolicy.Allowed, _ key: ResultKey, _ requestKey: RequestKey,
         _ conditions: Conditions
@@ -318,52 +317,69 @@ public final class ImageService: Service, Sendable {
         guard source.bytes.count <= limits.maxSourceBytes else {
             throw ServiceError(status: 413, "source larger than \(limits.maxSourceBytes) bytes")
         }
-        let info: ImageInfo
-        do {
-            info = try decoder.info(.bytes(source.bytes), options: headerOptions)
-        } catch {
-            throw ServiceError.from(error)
-        }
-        guard Checked.multiply(info.width, info.height).map({ $0 <= limits.maxSourcePixels }) ?? false else {
-            throw ServiceError(status: 413, "source larger than \(limits.maxSourcePixels) pixels")
-        }
+        let sourceFormat = ImageFormat.sniff(source.bytes.prefix(ImageFormat.sniffLength))
         let passesThrough =
             url.options.raw
-            || (url.options.skipProcessing.contains(info.format)
-                && (url.format == nil || url.format?.imageFormat == info.format))
-        // The format the URL names, else the one `Accept` chose (then the answer varies by it).
-        let format =
-            passesThrough ? nil : url.format ?? key.automatic ?? (info.hasAlpha ? .png : .jpeg)
-        let variesByAccept = !passesThrough && url.format == nil
+            || (sourceFormat.map(url.options.skipProcessing.contains) ?? false
+                && (url.format == nil || url.format?.imageFormat == sourceFormat))
+        // The format the URL names, else the one `Accept` chose (then the answer varies by
+        // it), else PNG or JPEG by the source's alpha, once the decode has read its header.
+        let named = passesThrough ? nil : url.format ?? key.automatic
         let now = Date()
         var freshFor = min(source.freshFor ?? TimeInterval(configuration.ttl), ImageService.maxFreshness)
         // A URL that expires is not kept, or sent as fresh, past its time.
         if let expires = url.options.expires, expires > 0 {
             freshFor = max(0, min(freshFor, TimeInterval(expires) - now.timeIntervalSince1970))
         }
-        let meta = ResponseMeta(
-            contentType: format?.contentType ?? info.contentType,
-            entityTag: ResponseRules.entityTag(
-                source: key.source, validator: source.validator, options: url.options, format: format),
-            lastModified: source.lastModified, variesByAccept: variesByAccept,
-            freshUntil: now.addingTimeInterval(freshFor),
-            contentDisposition: ResponseRules.contentDisposition(
-                filename: url.options.filename, source: allowed.text, format: format,
-                attachment: url.options.returnAttachment))
-        if conditions.matches(meta) { return .notModified(meta) }
-        let bytes: [UInt8]
-        if let format {
-            bytes = try await metrics.timingProcessing {
-                try await process(
-                    source.bytes, url.options, info: info, format: format, limits: limits,
-                    contentType: source.contentType)
-            }
-        } else {
-            bytes = source.bytes
+        let entityTag = ResponseRules.entityTag(
+            source: key.source, validator: source.validator, options: url.options, format: named)
+        func meta(contentType: String, format: ProcessingOptions.Format?) -> ResponseMeta {
+            ResponseMeta(
+                contentType: contentType, entityTag: entityTag, lastModified: source.lastModified,
+                variesByAccept: !passesThrough && url.format == nil, freshUntil: now.addingTimeInterval(freshFor),
+                contentDisposition: ResponseRules.contentDisposition(
+                    filename: url.options.filename, source: allowed.text, format: format,
+                    attachment: url.options.returnAttachment))
         }
-        let result = ProcessedResult(bytes: bytes, meta: meta)
+        let result: ProcessedResult
+        if passesThrough {
+            let info = try header(of: source.bytes, limits: limits)
+            let passed = meta(contentType: info.contentType, format: nil)
+            if conditions.matches(passed) { return .notModified(passed) }
+            result = ProcessedResult(bytes: source.bytes, meta: passed)
+        } else {
+            // A 304 carries no body, so no Content-Type; its Content-Disposition is left
+            // out where the format is not known yet (caches keep the stored one).
+            if conditions.matches(entityTag: entityTag, lastModified: source.lastModified) {
+                let known = named.map { meta(contentType: $0.contentType, format: $0) }
+                return .notModified(
+                    known
+                        ?? ResponseMeta(
+                            contentType: "", entityTag: entityTag, lastModified: source.lastModified,
+                            variesByAccept: url.format == nil, freshUntil: now.addingTimeInterval(freshFor)))
+            }
+            let made = try await metrics.timingProcessing {
+                try await process(
+                    source.bytes, url.options, limits: limits, contentType: source.contentType
+                ) { info in named ?? (info.hasAlpha ? .png : .jpeg) }
+            }
+            result = ProcessedResult(bytes: made.bytes, meta: meta(contentType: made.format.contentType, format: made.format))
+        }
         if let results, freshFor > 0 { results.insert(result, for: requestKey) }
         return .processed(result)
+    }
+
+    /// The header of a source sent as it is: read, and its size held to the limits, as
+    /// a processed source's is.
+    private func header(of bytes: [UInt8], limits: EffectiveLimits) throws -> ImageInfo {
+        let info: ImageInfo
+        do {
+            info = try loader.configuration.decoder.info(.bytes(bytes), options: loader.configuration.decodingOptions)
+        } catch {
+            throw ServiceError.from(error)
+        }
+        try limits.checkPixels(of: info)
+        return info
     }
 
     /// The service's limits, lowered where the URL's security options ask
@@ -379,58 +395,43 @@ public final class ImageService: Service, Sendable {
                 security.maxAnimationFramePixels ?? .max))
     }
 
-    /// The encoded result of `bytes` with `options`: in one pass when the options ask for
-    /// a resize with at most a plain compass crop, else step by step (``ImageProcessor``).
+    /// The encoded result of `bytes` with `options`, in the format `format` picks from the
+    /// source's header: in one pass when the options ask for a resize with at most a plain
+    /// compass crop, else step by step (``ImageProcessor``). The header is read once, by
+    /// the decode: what depends on it (the pixel limit, the format, the box, animation)
+    /// is decided there, before any pixel is decoded.
     func process(
-        _ bytes: [UInt8], _ options: ProcessingOptions, info: ImageInfo, format: ProcessingOptions.Format,
-        limits: EffectiveLimits, contentType: String?
-    ) async throws -> [UInt8] {
-        var output = outputFormat(
-            format, quality: options.quality(for: format), keepsProfile: !options.stripColorProfile)
+        _ bytes: [UInt8], _ options: ProcessingOptions, limits: EffectiveLimits, contentType: String?,
+        format: @escaping @Sendable (ImageInfo) -> ProcessingOptions.Format
+    ) async throws -> (bytes: [UInt8], format: ProcessingOptions.Format) {
         // EXIF kept as the options say: all of it, or only the copyright (the default, as imgproxy's).
         let kept: PhotoMetadata.Kept? = !options.stripMetadata ? .all : options.keepCopyright ? .copyright : nil
-        if let kept,
-            let block = PhotoMetadata.outputBlock(from: bytes, keeping: kept, upright: options.autoRotate ?? true)
-        {
-            output = output.with(exif: block)
+        let exif = kept.flatMap {
+            PhotoMetadata.outputBlock(from: bytes, keeping: $0, upright: options.autoRotate ?? true)
         }
-        // Animated when allowed and the frames, all of them at the source's size, fit the
-        // decoding limits; else the first frame, as imgproxy answers past its frame limit.
-        let decodingLimits = loader.configuration.decodingOptions.limits
-        let framePixels = Checked.multiply(info.width, info.height)
-        let animated =
-            limits.maxAnimationFrames > 1 && info.frameCount > 1 && info.frameCount <= limits.maxAnimationFrames
-            && framePixels.map { $0 <= limits.maxAnimationFramePixels } ?? false
-            && framePixels.flatMap { Checked.multiply($0, info.frameCount) }.map {
-                $0 <= decodingLimits.maxTotalPixels && $0 <= decodingLimits.maxTotalBytes / 4
-            } ?? false
-            && format.keepsAnimation
-        // Formats with a smaller limit on a side scale results down to it, as imgproxy's `fixSize`.
-        var limits = limits
-        if format == .webp { limits.maxResultSide = min(limits.maxResultSide, 16_383) }
-        if !options.needsGeneralPath && !animated {
-            let upright = info.orientation.swapsDimensions ? (info.height, info.width) : (info.width, info.height)
-            var thumbnail = options.thumbnailOptions(
-                sourceWidth: upright.0, sourceHeight: upright.1, maxResultSide: limits.maxResultSide)
-            thumbnail.outputFormat = output
-            thumbnail.shrinkOnLoad = configuration.shrinkOnLoad
-            return try await self.thumbnail(of: bytes, options: thumbnail, contentType: contentType)
-        }
-        var loaderLimits = loader.configuration.decodingOptions.limits
-        loaderLimits.maxPixelsPerFrame = min(loaderLimits.maxPixelsPerFrame, limits.maxSourcePixels)
-        let processor = ImageProcessor(
-            options: options, info: info, maxResultSide: limits.maxResultSide,
-            shrinkOnLoad: configuration.shrinkOnLoad, limits: loaderLimits, watermark: watermark,
-            frames: animated ? .all : .first)
-        let (maxBytes, encoding) = (options.maxBytes, output)
-        let outcome: Result<[UInt8], ServiceError>
+        var decodingLimits = loader.configuration.decodingOptions.limits
+        decodingLimits.maxPixelsPerFrame = min(decodingLimits.maxPixelsPerFrame, limits.maxSourcePixels)
+        let plan = ProcessingChoice.Planner(
+            options: options, limits: limits, decodingLimits: decodingLimits, exif: exif, format: format,
+            output: { [configuration] format, quality, keepsProfile in
+                ImageService.outputFormat(format, quality: quality, keepsProfile: keepsProfile, configuration)
+            }, shrinkOnLoad: configuration.shrinkOnLoad, watermark: watermark)
+        let outcome: Result<([UInt8], ProcessingOptions.Format), ServiceError>
         do {
             outcome = try await loader.processing(bytes, declaredContentType: contentType) { decoder in
                 // The request's own failures keep their status; decoders' errors go on to
                 // the loader, which maps them as its own.
                 do {
-                    let image = try processor.image(of: bytes, decoder: decoder)
-                    return .success(try ImageService.encode(image, as: encoding, maxBytes: maxBytes))
+                    var choice: ProcessingChoice?
+                    let decoded = try decoder.thumbnail(.bytes(bytes), limits: plan.decodingLimits) { info in
+                        let chosen = try plan.choice(for: info)
+                        choice = chosen
+                        return chosen.decode
+                    }
+                    guard let choice else { return .failure(ServiceError(status: 500, "no processing plan")) }
+                    let image = try choice.general.map { try $0.processor.finish(decoded, $0.planned) } ?? decoded
+                    let encoded = try ImageService.encode(image, as: choice.output, maxBytes: options.maxBytes)
+                    return .success((encoded, choice.format))
                 } catch let error as ServiceError {
                     return .failure(error)
                 } catch let error as ImageEncodingError {
@@ -460,14 +461,10 @@ public final class ImageService: Service, Sendable {
         }
     }
 
-    /// The encoded thumbnail of `bytes`, made on the loader's workers with its limits.
-    func thumbnail(of bytes: [UInt8], options: ThumbnailOptions, contentType: String?) async throws -> [UInt8] {
-        let loaded = try await loader.thumbnail(of: bytes, options: options, declaredContentType: contentType)
-        guard let encoded = loaded.encoded else { throw ServiceError(status: 500, "no encoded result") }
-        return encoded.bytes
-    }
-
-    func outputFormat(_ format: ProcessingOptions.Format, quality: Int?, keepsProfile: Bool = false) -> OutputFormat {
+    /// The encoder for `format`, with the URL's quality or the service's.
+    static func outputFormat(
+        _ format: ProcessingOptions.Format, quality: Int?, keepsProfile: Bool, _ configuration: Configuration
+    ) -> OutputFormat {
         switch format {
         case .jpeg: .jpeg(JPEGEncoder(quality: quality ?? configuration.jpegQuality, includeICCProfile: keepsProfile))
         case .png:
@@ -592,14 +589,15 @@ public final class ImageService: Service, Sendable {
     func upload(optionsPath: Substring, body: [UInt8], accept: String?, contentType: String?) async -> Reply {
         do {
             let options = try ProcessingURL.parseOptions(optionsPath, rules: configuration.urlRules)
-            let info = try decoder.info(.bytes(body), options: headerOptions)
-            let (format, _) = ResponseRules.format(
-                requested: options.format, accept: accept, hasAlpha: info.hasAlpha, autoAVIF: configuration.autoAVIF,
-                autoJXL: configuration.autoJXL, autoWebP: configuration.autoWebP)
             let limits = effectiveLimits(options.security)
-            let bytes = try await metrics.timingProcessing {
-                try await self.process(
-                    body, options, info: info, format: format, limits: limits, contentType: contentType)
+            let (autoAVIF, autoJXL, autoWebP) = (configuration.autoAVIF, configuration.autoJXL, configuration.autoWebP)
+            let (bytes, format) = try await metrics.timingProcessing {
+                try await self.process(body, options, limits: limits, contentType: contentType) { info in
+                    ResponseRules.format(
+                        requested: options.format, accept: accept, hasAlpha: info.hasAlpha, autoAVIF: autoAVIF,
+                        autoJXL: autoJXL, autoWebP: autoWebP
+                    ).format
+                }
             }
             return .upload(bytes, contentType: format.contentType)
         } catch {
@@ -615,6 +613,13 @@ struct EffectiveLimits: Sendable {
     var maxResultSide: Int
     let maxAnimationFrames: Int
     let maxAnimationFramePixels: Int
+
+    /// Throws 413 when a source's header says more pixels than allowed.
+    func checkPixels(of info: ImageInfo) throws {
+        guard Checked.multiply(info.width, info.height).map({ $0 <= maxSourcePixels }) ?? false else {
+            throw ServiceError(status: 413, "source larger than \(maxSourcePixels) pixels")
+        }
+    }
 }
 
 /// What identifies a shared run: the result, and the request's conditions (a 304 is
@@ -637,9 +642,14 @@ struct Conditions: Hashable, Sendable {
     /// Whether a response with `meta` is "not modified" for these conditions
     /// (RFC 9110 §13.2.2: `If-None-Match` first; `If-Modified-Since` only without it).
     func matches(_ meta: ResponseMeta) -> Bool {
-        if let ifNoneMatch { return ResponseRules.matches(ifNoneMatch: ifNoneMatch, tag: meta.entityTag) }
+        matches(entityTag: meta.entityTag, lastModified: meta.lastModified)
+    }
+
+    /// Whether a response with this entity tag and `Last-Modified` is "not modified".
+    func matches(entityTag: String, lastModified: String?) -> Bool {
+        if let ifNoneMatch { return ResponseRules.matches(ifNoneMatch: ifNoneMatch, tag: entityTag) }
         guard let ifModifiedSince, let since = HTTPDate.parse(ifModifiedSince),
-            let modified = meta.lastModified.flatMap(HTTPDate.parse)
+            let modified = lastModified.flatMap(HTTPDate.parse)
         else { return false }
         return modified <= since
     }

@@ -13,70 +13,66 @@ enum AVIFDecoder: FormatDecoder {
     static let format = ImageFormat.avif
 
     static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
-        try reader.withContiguousBytes { bytes in
-            let file = try AVIFFile(bytes, limits: limits)
-            return ImageInfo(
-                format: .avif, width: file.region.width, height: file.region.height, frameCount: file.frameCount,
-                hasAlpha: file.hasAlpha, orientation: file.orientation, loopCount: file.loopCount,
-                iccProfile: file.iccProfile)
-        }
+        try reader.withContiguousBytes { bytes in try AVIFFile(bytes, limits: limits).info }
     }
 
     static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {
-        try reader.withContiguousBytes { bytes in
-            let file = try AVIFFile(bytes, limits: options.limits)
-            let limits = options.limits
-            let region = file.region
-            let frameBytes = region.width * region.height * 4  // within the pixel limit
-            if case .index(let n) = options.frames, n < 0 || n >= file.frameCount {
-                throw ImageDecodingError(.frameOutOfRange(index: n, count: file.frameCount), format: .avif)
-            }
-            let lastNeeded = options.frames.lastNeededIndex ?? file.frameCount - 1
-            let wanted = (0...lastNeeded).filter(options.frames.returns)
-            // libavif decodes every frame from the key frame before the one asked for: the
-            // work counts them all, not only those returned.
-            try limits.checkTotal(
-                pixels: Checked.multiply(lastNeeded + 1, file.decodedWidth * file.decodedHeight), format: .avif)
-            try limits.check(frames: wanted.count, frameBytes: frameBytes, format: .avif)
-            var frames: [RasterImage.Frame] = []
-            for index in wanted {
-                let frame =
-                    file.crop == nil
-                    ? try file.frame(index, limits: limits)
-                    : try file.withFrame(index, limits: limits) { plane, duration in
-                        try plane.image(
-                            plane.region(file.crop), orientation: file.orientation, iccProfile: nil, format: .avif,
-                            hasAlpha: file.hasAlpha, duration: duration
-                        ).frames[0]
-                    }
-                // Every frame has the size the image is made with (a crop clamped to the
-                // decoded frame could be smaller).
-                guard frame.pixels.count == frameBytes else {
-                    throw ImageDecodingError(.corrupt, format: .avif, message: "frame \(index) has another size")
-                }
-                frames.append(frame)
-            }
-            return RasterImage(
-                validatedWidth: region.width, height: region.height, bytesPerRow: region.width * 4, frames: frames,
-                alphaMode: .straight, loopCount: file.frameCount > 1 ? file.loopCount : 1,
-                orientation: file.orientation, iccProfile: file.iccProfile, format: .avif, hasAlpha: file.hasAlpha)
-        }
+        try reader.withContiguousBytes { bytes in try decode(AVIFFile(bytes, limits: options.limits), options: options) }
     }
 
-    static func thumbnail(_ reader: ByteReader, options: ThumbnailOptions) throws -> RasterImage {
-        if case .first = options.frames {
-            return try reader.withContiguousBytes { bytes in
-                let file = try AVIFFile(bytes, limits: options.limits)
-                return try file.withFrame(0, limits: options.limits) { plane, _ in
-                    try plane.thumbnail(
-                        plane.region(file.crop), orientation: file.orientation, iccProfile: file.iccProfile,
-                        format: .avif, hasAlpha: file.hasAlpha, options: options)
+    /// The frames `options` selects from an open file.
+    static func decode(_ file: AVIFFile, options: DecodingOptions) throws -> RasterImage {
+        let limits = options.limits
+        let region = file.region
+        let frameBytes = region.width * region.height * 4  // within the pixel limit
+        if case .index(let n) = options.frames, n < 0 || n >= file.frameCount {
+            throw ImageDecodingError(.frameOutOfRange(index: n, count: file.frameCount), format: .avif)
+        }
+        let lastNeeded = options.frames.lastNeededIndex ?? file.frameCount - 1
+        let wanted = (0...lastNeeded).filter(options.frames.returns)
+        // libavif decodes every frame from the key frame before the one asked for: the
+        // work counts them all, not only those returned.
+        try limits.checkTotal(
+            pixels: Checked.multiply(lastNeeded + 1, file.decodedWidth * file.decodedHeight), format: .avif)
+        try limits.check(frames: wanted.count, frameBytes: frameBytes, format: .avif)
+        var frames: [RasterImage.Frame] = []
+        for index in wanted {
+            let frame =
+                file.crop == nil
+                ? try file.frame(index, limits: limits)
+                : try file.withFrame(index, limits: limits) { plane, duration in
+                    try plane.image(
+                        plane.region(file.crop), orientation: file.orientation, iccProfile: nil, format: .avif,
+                        hasAlpha: file.hasAlpha, duration: duration
+                    ).frames[0]
                 }
+            // Every frame has the size the image is made with (a crop clamped to the
+            // decoded frame could be smaller).
+            guard frame.pixels.count == frameBytes else {
+                throw ImageDecodingError(.corrupt, format: .avif, message: "frame \(index) has another size")
+            }
+            frames.append(frame)
+        }
+        return RasterImage(
+            validatedWidth: region.width, height: region.height, bytesPerRow: region.width * 4, frames: frames,
+            alphaMode: .straight, loopCount: file.frameCount > 1 ? file.loopCount : 1,
+            orientation: file.orientation, iccProfile: file.iccProfile, format: .avif, hasAlpha: file.hasAlpha)
+    }
+
+    static func thumbnail(_ reader: ByteReader, _ request: ThumbnailRequest) throws -> RasterImage {
+        try reader.withContiguousBytes { bytes in
+            let file = try AVIFFile(bytes, limits: request.limits)
+            let options = try request.options(file.info)
+            guard case .first = options.frames else {
+                return try decode(file, options: DecodingOptions(limits: options.limits, frames: options.frames))
+                    .thumbnail(options: options)
+            }
+            return try file.withFrame(0, limits: options.limits) { plane, _ in
+                try plane.thumbnail(
+                    plane.region(file.crop), orientation: file.orientation, iccProfile: file.iccProfile,
+                    format: .avif, hasAlpha: file.hasAlpha, options: options)
             }
         }
-        reader.seek(to: 0)
-        return try decode(reader, options: DecodingOptions(limits: options.limits, frames: options.frames))
-            .thumbnail(options: options)
     }
 
     /// Throws the error a libavif result stands for.
@@ -110,6 +106,13 @@ final class AVIFFile {
 
     var region: DecodedPlane.Rect {
         crop ?? DecodedPlane.Rect(x: 0, y: 0, width: decodedWidth, height: decodedHeight)
+    }
+
+    /// The image's facts, from the boxes libavif parsed.
+    var info: ImageInfo {
+        ImageInfo(
+            format: .avif, width: region.width, height: region.height, frameCount: frameCount, hasAlpha: hasAlpha,
+            orientation: orientation, loopCount: loopCount, iccProfile: iccProfile)
     }
 
     init(_ bytes: UnsafeRawBufferPointer, limits: DecodingLimits) throws {

@@ -9,12 +9,7 @@ enum BMPDecoder: FormatDecoder {
     static let knownHeaderSizes: Set<UInt32> = [12, 16, 40, 52, 56, 64, 108, 124]
 
     static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
-        let header = try BMPHeader(reader)
-        // Run-length data can skip pixels, which then stay transparent.
-        let runLength = header.compression == .rle8 || header.compression == .rle4
-        return ImageInfo(
-            format: .bmp, width: header.width, height: header.height, hasAlpha: header.hasAlphaChannel || runLength,
-            iccProfile: header.iccProfile)
+        try BMPHeader(reader).info
     }
 
     static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {
@@ -116,6 +111,15 @@ struct BMPHeader {
 
     var storedRowBytes: Int { (width * bitsPerPixel + 31) / 32 * 4 }
     var hasAlphaChannel: Bool { bitsPerPixel >= 16 && masks.alpha != 0 }
+
+    /// The header's facts (before an unused alpha mask is dropped).
+    var info: ImageInfo {
+        // Run-length data can skip pixels, which then stay transparent.
+        let runLength = compression == .rle8 || compression == .rle4
+        return ImageInfo(
+            format: .bmp, width: width, height: height, hasAlpha: hasAlphaChannel || runLength,
+            iccProfile: iccProfile)
+    }
 
     /// Drops an alpha mask whose values are 0 in every pixel: the writer did not use
     /// the channel, and the picture is shown opaque, as browsers do, rather than not at

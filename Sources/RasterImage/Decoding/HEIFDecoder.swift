@@ -18,12 +18,7 @@ enum HEIFDecoder: FormatDecoder {
     static let format = ImageFormat.heif
 
     static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
-        try reader.withContiguousBytes { bytes in
-            let file = try HEIFFile(bytes, limits: limits)
-            return ImageInfo(
-                format: .heif, width: file.region.width, height: file.region.height, hasAlpha: file.hasAlpha,
-                orientation: file.orientation, iccProfile: file.iccProfile)
-        }
+        try reader.withContiguousBytes { bytes in try HEIFFile(bytes, limits: limits).info }
     }
 
     static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {
@@ -38,10 +33,11 @@ enum HEIFDecoder: FormatDecoder {
         }
     }
 
-    static func thumbnail(_ reader: ByteReader, options: ThumbnailOptions) throws -> RasterImage {
-        try checkFrame(options.frames)
-        return try reader.withContiguousBytes { bytes in
-            let file = try HEIFFile(bytes, limits: options.limits)
+    static func thumbnail(_ reader: ByteReader, _ request: ThumbnailRequest) throws -> RasterImage {
+        try reader.withContiguousBytes { bytes in
+            let file = try HEIFFile(bytes, limits: request.limits)
+            let options = try request.options(file.info)
+            try checkFrame(options.frames)
             if options.usesEmbeddedThumbnail, let embedded = try file.embeddedThumbnail(fitting: options) {
                 return embedded
             }
@@ -101,6 +97,13 @@ final class HEIFFile {
     /// The image's size as the decode returns it (cropped, not yet oriented).
     var region: DecodedPlane.Rect {
         crop ?? DecodedPlane.Rect(x: 0, y: 0, width: decodedWidth, height: decodedHeight)
+    }
+
+    /// The primary image's facts.
+    var info: ImageInfo {
+        ImageInfo(
+            format: .heif, width: region.width, height: region.height, hasAlpha: hasAlpha, orientation: orientation,
+            iccProfile: iccProfile)
     }
 
     init(_ bytes: UnsafeRawBufferPointer, limits: DecodingLimits) throws {

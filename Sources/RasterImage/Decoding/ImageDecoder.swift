@@ -65,6 +65,15 @@ public protocol ImageDecoding: Sendable {
     /// Default: ``decode(_:options:)`` with the thumbnail's limits and frames, then
     /// ``RasterImage/thumbnail(options:)``.
     func thumbnail(_ source: ImageSource, options: ThumbnailOptions) throws(ImageDecodingError) -> RasterImage
+    /// A thumbnail whose options are chosen from the image's header, read once: `options`
+    /// is called with the header (the same facts ``info(_:options:)`` returns) before any
+    /// pixel is decoded, and the thumbnail is made as ``thumbnail(_:options:)`` makes it.
+    /// `limits` bound the whole read and replace the chosen options' own.
+    /// Throws ``ImageDecodingError``, or what `options` throws, unchanged.
+    /// Default: ``info(_:options:)``, then ``thumbnail(_:options:)`` (two reads).
+    func thumbnail(
+        _ source: ImageSource, limits: DecodingLimits, options: (ImageInfo) throws -> ThumbnailOptions
+    ) throws -> RasterImage
     /// One decode from which every thumbnail in `thumbnails` can be made
     /// (``ReducedImage/thumbnail(options:)``): as small as the largest of them allows.
     /// Default: ``decode(_:options:)`` at full size.
@@ -77,6 +86,14 @@ extension ImageDecoding {
         try options.validate()
         return try decode(source, options: DecodingOptions(limits: options.limits, frames: options.frames))
             .thumbnail(options: options)
+    }
+
+    public func thumbnail(
+        _ source: ImageSource, limits: DecodingLimits, options: (ImageInfo) throws -> ThumbnailOptions
+    ) throws -> RasterImage {
+        var chosen = try options(info(source, options: DecodingOptions(limits: limits)))
+        chosen.limits = limits
+        return try thumbnail(source, options: chosen)
     }
 
     public func decode(_ source: ImageSource, options: DecodingOptions, reducedFor thumbnails: [ThumbnailOptions])
@@ -193,8 +210,9 @@ protocol FormatDecoder {
     static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage
     /// Every page as its own image; formats without pages return the one image.
     static func decodePages(_ reader: ByteReader, options: DecodingOptions) throws -> [RasterImage]
-    /// A thumbnail, doing the least decoding work the format allows.
-    static func thumbnail(_ reader: ByteReader, options: ThumbnailOptions) throws -> RasterImage
+    /// A thumbnail, doing the least decoding work the format allows, with the options
+    /// `request` gives or chooses from the header this read finds.
+    static func thumbnail(_ reader: ByteReader, _ request: ThumbnailRequest) throws -> RasterImage
 }
 
 extension FormatDecoder {
@@ -202,8 +220,10 @@ extension FormatDecoder {
         [try decode(reader, options: options)]
     }
 
-    /// The plain way: decode at full size, then resize in memory.
-    static func thumbnail(_ reader: ByteReader, options: ThumbnailOptions) throws -> RasterImage {
+    /// The plain way: decode at full size, then resize in memory (options chosen from
+    /// the header need ``info(_:limits:)`` first).
+    static func thumbnail(_ reader: ByteReader, _ request: ThumbnailRequest) throws -> RasterImage {
+        let options = try request.options(try info(reader, limits: request.limits))
         reader.seek(to: 0)
         let image = try decode(reader, options: DecodingOptions(limits: options.limits, frames: options.frames))
         return try image.thumbnail(options: options)

@@ -9,8 +9,14 @@ enum JPEGDecoder: FormatDecoder {
     static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
         let session = try JPEGReadSession(reader, limits: limits)
         try session.readHeader()
-        let metadata = session.metadata()
-        return ImageInfo(
+        return info(session, session.metadata())
+    }
+
+    /// The header's facts, from a session that has read it.
+    static func info(
+        _ session: JPEGReadSession, _ metadata: (orientation: Orientation, iccProfile: [UInt8]?)
+    ) -> ImageInfo {
+        ImageInfo(
             format: .jpeg, width: session.imageWidth, height: session.imageHeight, hasAlpha: false,
             orientation: metadata.orientation, iccProfile: metadata.iccProfile)
     }

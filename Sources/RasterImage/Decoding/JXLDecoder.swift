@@ -17,27 +17,30 @@ enum JXLDecoder: FormatDecoder {
     static let format = ImageFormat.jxl
 
     static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
-        try reader.withContiguousBytes { bytes in
-            let session = try JXLSession(
-                bytes, limits: limits,
-                events: JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_COLOR_ENCODING.rawValue | JXL_DEC_FRAME.rawValue)
-            var frames = 0
-            while let event = try session.next() {
-                if event == JXL_DEC_FRAME {
-                    frames += 1
-                    guard frames <= limits.maxFrames else {
-                        throw ImageDecodingError(.tooManyFrames(limit: limits.maxFrames), format: .jxl)
-                    }
-                    // A still image is known to be one frame without reading further.
-                    if !session.isAnimated { break }
+        try reader.withContiguousBytes { bytes in try info(bytes, limits: limits) }
+    }
+
+    /// The header's facts and the frame count (an animation's frame headers are read, not its pixels).
+    static func info(_ bytes: UnsafeRawBufferPointer, limits: DecodingLimits) throws -> ImageInfo {
+        let session = try JXLSession(
+            bytes, limits: limits,
+            events: JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_COLOR_ENCODING.rawValue | JXL_DEC_FRAME.rawValue)
+        var frames = 0
+        while let event = try session.next() {
+            if event == JXL_DEC_FRAME {
+                frames += 1
+                guard frames <= limits.maxFrames else {
+                    throw ImageDecodingError(.tooManyFrames(limit: limits.maxFrames), format: .jxl)
                 }
+                // A still image is known to be one frame without reading further.
+                if !session.isAnimated { break }
             }
-            let info = session.basicInfo
-            return ImageInfo(
-                format: .jxl, width: Int(info.xsize), height: Int(info.ysize), frameCount: max(1, frames),
-                hasAlpha: info.alpha_bits > 0, orientation: session.orientation,
-                loopCount: session.isAnimated ? Int(info.animation.num_loops) : 1, iccProfile: session.iccProfile)
         }
+        let info = session.basicInfo
+        return ImageInfo(
+            format: .jxl, width: Int(info.xsize), height: Int(info.ysize), frameCount: max(1, frames),
+            hasAlpha: info.alpha_bits > 0, orientation: session.orientation,
+            loopCount: session.isAnimated ? Int(info.animation.num_loops) : 1, iccProfile: session.iccProfile)
     }
 
     static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {
@@ -46,8 +49,10 @@ enum JXLDecoder: FormatDecoder {
         }
     }
 
-    static func thumbnail(_ reader: ByteReader, options: ThumbnailOptions) throws -> RasterImage {
+    static func thumbnail(_ reader: ByteReader, _ request: ThumbnailRequest) throws -> RasterImage {
         try reader.withContiguousBytes { bytes in
+            // Options chosen from the header need the frame count: a read of the frame headers first.
+            let options = try request.options(try info(bytes, limits: request.limits))
             guard case .first = options.frames else {
                 return try decode(bytes, limits: options.limits, frames: options.frames, progressive: false)
                     .thumbnail(options: options)

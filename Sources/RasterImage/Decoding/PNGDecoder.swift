@@ -7,8 +7,12 @@ enum PNGDecoder: FormatDecoder {
 
     static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
         let session = try PNGReadSession(reader, limits: limits)
-        let header = try session.readHeader()
-        return ImageInfo(
+        return info(try session.readHeader())
+    }
+
+    /// The header's facts (an orientation in an eXIf after the image data is not known yet).
+    static func info(_ header: PNGReadSession.Header) -> ImageInfo {
+        ImageInfo(
             format: .png, width: header.width, height: header.height, hasAlpha: header.hasAlpha,
             orientation: header.orientation ?? .up, iccProfile: header.iccProfile)
     }

@@ -9,7 +9,11 @@ enum TIFFDecoder: FormatDecoder {
     static let format = ImageFormat.tiff
 
     static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
-        let file = try TIFFFile(reader, limits: limits)
+        try info(TIFFFile(reader, limits: limits), limits: limits)
+    }
+
+    /// The first page's facts and the page count; leaves the first page selected.
+    static func info(_ file: TIFFFile, limits: DecodingLimits) throws -> ImageInfo {
         let pages = try file.pageCount(limits: limits)
         let page = try file.page()
         return ImageInfo(

@@ -10,13 +10,17 @@ enum WebPDecoder: FormatDecoder {
     static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
         try reader.withContiguousBytes { bytes in
             let features = try WebPContainer.features(bytes)
-            let container = try WebPContainer(bytes, limits: limits)
-            return ImageInfo(
-                format: .webp, width: container.canvasWidth ?? Int(features.width),
-                height: container.canvasHeight ?? Int(features.height), frameCount: container.frameCount,
-                hasAlpha: features.has_alpha != 0, orientation: container.orientation, loopCount: container.loopCount,
-                iccProfile: container.iccProfile)
+            return info(features, try WebPContainer(bytes, limits: limits))
         }
+    }
+
+    /// The facts of the bitstream's features and the container's chunks.
+    static func info(_ features: WebPBitstreamFeatures, _ container: WebPContainer) -> ImageInfo {
+        ImageInfo(
+            format: .webp, width: container.canvasWidth ?? Int(features.width),
+            height: container.canvasHeight ?? Int(features.height), frameCount: container.frameCount,
+            hasAlpha: features.has_alpha != 0, orientation: container.orientation, loopCount: container.loopCount,
+            iccProfile: container.iccProfile)
     }
 
     static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {

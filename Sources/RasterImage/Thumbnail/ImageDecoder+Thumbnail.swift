@@ -10,7 +10,47 @@ extension ImageDecoder {
     public func thumbnail(_ source: ImageSource, options: ThumbnailOptions) throws(ImageDecodingError) -> RasterImage {
         try options.validate()
         return try ImageDecoder.run(source, options.limits) { reader, decoder in
-            try decoder.thumbnail(reader, options: options)
+            try decoder.thumbnail(reader, .given(options))
+        }
+    }
+
+    /// A thumbnail whose options are chosen from the header that the thumbnail's own
+    /// decode reads: no second pass over the header, as ``info(_:options:)`` followed by
+    /// ``thumbnail(_:options:)`` would make. `options` sees the header before any pixel
+    /// is decoded; `limits` bound the whole read and replace the chosen options' own.
+    ///
+    /// Throws ``ImageDecodingError``, or the error `options` throws, unchanged.
+    ///
+    /// ```swift
+    /// // A square crop of the shorter side, never past 512 pixels; refuse panoramas.
+    /// let thumb = try ImageDecoder().thumbnail(.data(body), limits: DecodingLimits()) { info in
+    ///     guard info.width <= 4 * info.height else { throw UploadError.panorama }
+    ///     let side = min(512, info.width, info.height)
+    ///     return ThumbnailOptions(width: side, height: side, fit: .fill)
+    /// }
+    /// ```
+    public func thumbnail(
+        _ source: ImageSource, limits: DecodingLimits, options: (ImageInfo) throws -> ThumbnailOptions
+    ) throws -> RasterImage {
+        // The decoders' errors are made typed on the way out; the chooser's pass through as thrown.
+        var chooserError: (any Error)?
+        do {
+            return try withoutActuallyEscaping(options) { choose in
+                try ImageDecoder.run(source, limits) { reader, decoder in
+                    try decoder.thumbnail(
+                        reader,
+                        .fromHeader(limits) { info in
+                            do {
+                                return try choose(info)
+                            } catch {
+                                chooserError = error
+                                throw error
+                            }
+                        })
+                }
+            }
+        } catch {
+            throw chooserError ?? error
         }
     }
 
@@ -26,13 +66,43 @@ extension ImageDecoder {
     }
 }
 
+/// A thumbnail's options: given by the caller, or chosen from the header the
+/// thumbnail's own decode reads (``ImageDecoder/thumbnail(_:limits:options:)``).
+enum ThumbnailRequest {
+    case given(ThumbnailOptions)
+    case fromHeader(DecodingLimits, (ImageInfo) throws -> ThumbnailOptions)
+
+    /// What bounds the read, before the options are known.
+    var limits: DecodingLimits {
+        switch self {
+        case .given(let options): options.limits
+        case .fromHeader(let limits, _): limits
+        }
+    }
+
+    /// The options; `info` is made only when they are chosen from it. Chosen options
+    /// are validated and held to the request's limits.
+    func options(_ info: @autoclosure () throws -> ImageInfo) throws -> ThumbnailOptions {
+        switch self {
+        case .given(let options):
+            return options
+        case .fromHeader(let limits, let choose):
+            var options = try choose(info())
+            options.limits = limits
+            try options.validate()
+            return options
+        }
+    }
+}
+
 extension JPEGDecoder {
-    static func thumbnail(_ reader: ByteReader, options: ThumbnailOptions) throws -> RasterImage {
-        let session = try JPEGReadSession(reader, limits: options.limits)
+    static func thumbnail(_ reader: ByteReader, _ request: ThumbnailRequest) throws -> RasterImage {
+        let session = try JPEGReadSession(reader, limits: request.limits)
         try session.readHeader()
         let (width, height) = (session.imageWidth, session.imageHeight)
-        try options.limits.check(width: width, height: height, format: .jpeg)
+        try request.limits.check(width: width, height: height, format: .jpeg)
         let metadata = session.metadata()
+        let options = try request.options(info(session, metadata))
         let geometry = try ThumbnailGeometry(
             sourceWidth: width, sourceHeight: height, orientation: metadata.orientation, options: options)
         // CMYK with a profile lcms can read is converted by the profile, after the resize.
@@ -58,10 +128,11 @@ extension JPEGDecoder {
 }
 
 extension PNGDecoder {
-    static func thumbnail(_ reader: ByteReader, options: ThumbnailOptions) throws -> RasterImage {
-        let session = try PNGReadSession(reader, limits: options.limits)
+    static func thumbnail(_ reader: ByteReader, _ request: ThumbnailRequest) throws -> RasterImage {
+        let session = try PNGReadSession(reader, limits: request.limits)
         let header = try session.readHeader()
-        try options.limits.check(width: header.width, height: header.height, format: .png)
+        try request.limits.check(width: header.width, height: header.height, format: .png)
+        let options = try request.options(info(header))
         if header.interlaced {
             // Adam7 passes each cover the whole image: decode it, then resize.
             reader.seek(to: 0)
@@ -88,8 +159,9 @@ extension PNGDecoder {
 }
 
 extension TIFFDecoder {
-    static func thumbnail(_ reader: ByteReader, options: ThumbnailOptions) throws -> RasterImage {
-        let file = try TIFFFile(reader, limits: options.limits)
+    static func thumbnail(_ reader: ByteReader, _ request: ThumbnailRequest) throws -> RasterImage {
+        let file = try TIFFFile(reader, limits: request.limits)
+        let options = try request.options(try info(file, limits: request.limits))
         switch options.frames {
         case .all:
             return try decode(reader, options: DecodingOptions(limits: options.limits, frames: .all))
@@ -127,9 +199,10 @@ extension TIFFDecoder {
 }
 
 extension BMPDecoder {
-    static func thumbnail(_ reader: ByteReader, options: ThumbnailOptions) throws -> RasterImage {
+    static func thumbnail(_ reader: ByteReader, _ request: ThumbnailRequest) throws -> RasterImage {
         var header = try BMPHeader(reader)
-        try options.limits.check(width: header.width, height: header.height, format: .bmp)
+        try request.limits.check(width: header.width, height: header.height, format: .bmp)
+        let options = try request.options(header.info)
         header.dropAlphaIfUnused(reader)
         if header.compression == .rle8 || header.compression == .rle4 {
             return try decode(reader, options: DecodingOptions(limits: options.limits)).thumbnail(options: options)
@@ -151,12 +224,13 @@ extension BMPDecoder {
 }
 
 extension WebPDecoder {
-    static func thumbnail(_ reader: ByteReader, options: ThumbnailOptions) throws -> RasterImage {
+    static func thumbnail(_ reader: ByteReader, _ request: ThumbnailRequest) throws -> RasterImage {
         try reader.withContiguousBytes { bytes in
             let features = try WebPContainer.features(bytes)
             let (width, height) = (Int(features.width), Int(features.height))
-            try options.limits.check(width: width, height: height, format: .webp)
-            let container = try WebPContainer(bytes, limits: options.limits)
+            try request.limits.check(width: width, height: height, format: .webp)
+            let container = try WebPContainer(bytes, limits: request.limits)
+            let options = try request.options(info(features, container))
             if features.has_animation != 0 {
                 return try decode(reader, options: DecodingOptions(limits: options.limits, frames: options.frames))
                     .thumbnail(options: options)

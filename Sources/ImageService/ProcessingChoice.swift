@@ -1,0 +1,61 @@
+import ImageLoaderSupport
+import RasterImage
+
+/// What one processed request's decode does, chosen from the source's header as the
+/// decode reads it (``ImageDecoding/thumbnail(_:limits:options:)``): the result's
+/// format and encoder, the decode's options, and the general path's steps after it.
+struct ProcessingChoice {
+    let format: ProcessingOptions.Format
+    let output: OutputFormat
+    /// The first decode; in one pass, the only step before encoding.
+    let decode: ThumbnailOptions
+    /// The general path's processor and what it planned, `nil` in one pass.
+    let general: (processor: ImageProcessor, planned: ImageProcessor.Planned)?
+
+    /// Chooses for one request, on the worker that decodes it.
+    struct Planner: Sendable {
+        let options: ProcessingOptions
+        let limits: EffectiveLimits
+        /// The loader's decoding limits, with the request's pixel limit.
+        let decodingLimits: DecodingLimits
+        /// The EXIF block the result keeps, if any.
+        let exif: [UInt8]?
+        let format: @Sendable (ImageInfo) -> ProcessingOptions.Format
+        /// The encoder for a format, a quality (`nil`: the service's) and whether the profile is kept.
+        let output: @Sendable (ProcessingOptions.Format, Int?, Bool) -> OutputFormat
+        let shrinkOnLoad: ThumbnailOptions.ShrinkOnLoad
+        let watermark: WatermarkImage?
+
+        /// The choice for a source with this header; throws 413 past the pixel limit.
+        func choice(for info: ImageInfo) throws -> ProcessingChoice {
+            try limits.checkPixels(of: info)
+            let format = format(info)
+            var output = output(format, options.quality(for: format), !options.stripColorProfile)
+            if let exif { output = output.with(exif: exif) }
+            // Animated when allowed and the frames, all of them at the source's size, fit the
+            // decoding limits; else the first frame, as imgproxy answers past its frame limit.
+            let framePixels = Checked.multiply(info.width, info.height)
+            let animated =
+                limits.maxAnimationFrames > 1 && info.frameCount > 1 && info.frameCount <= limits.maxAnimationFrames
+                && framePixels.map { $0 <= limits.maxAnimationFramePixels } ?? false
+                && framePixels.flatMap { Checked.multiply($0, info.frameCount) }.map {
+                    $0 <= decodingLimits.maxTotalPixels && $0 <= decodingLimits.maxTotalBytes / 4
+                } ?? false
+                && format.keepsAnimation
+            // Formats with a smaller limit on a side scale results down to it, as imgproxy's `fixSize`.
+            let maxResultSide = format == .webp ? min(limits.maxResultSide, 16_383) : limits.maxResultSide
+            if !options.needsGeneralPath && !animated {
+                let upright = info.orientation.swapsDimensions ? (info.height, info.width) : (info.width, info.height)
+                var thumbnail = options.thumbnailOptions(
+                    sourceWidth: upright.0, sourceHeight: upright.1, maxResultSide: maxResultSide)
+                thumbnail.shrinkOnLoad = shrinkOnLoad
+                return ProcessingChoice(format: format, output: output, decode: thumbnail, general: nil)
+            }
+            let processor = ImageProcessor(
+                options: options, info: info, maxResultSide: maxResultSide, shrinkOnLoad: shrinkOnLoad,
+                limits: decodingLimits, watermark: watermark, frames: animated ? .all : .first)
+            let (decode, planned) = try processor.firstDecode()
+            return ProcessingChoice(format: format, output: output, decode: decode, general: (processor, planned))
+        }
+    }
+}
