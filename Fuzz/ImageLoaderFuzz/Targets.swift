@@ -36,6 +36,12 @@ func fuzzDecoder(_ format: ImageFormat, _ bytes: [UInt8]) {
     fit.limits = fuzzLimits
     fit.allowsUpscaling = true
     _ = try? decoder.thumbnail(.bytes(bytes), options: fit)
+    // Options chosen from the header that the thumbnail's own decode reads.
+    _ = try? decoder.thumbnail(.bytes(bytes), limits: fuzzLimits) { info in
+        var chosen = ThumbnailOptions(maxPixelSize: min(64, max(1, info.width / 4)), fit: info.hasAlpha ? .fill : .fit)
+        chosen.frames = info.frameCount > 1 ? .all : .first
+        return chosen
+    }
 }
 
 /// Header lines "Name: value" (the first line may be a status code), as a response
@@ -154,12 +160,14 @@ func fuzzProcessingURL(_ bytes: [UInt8]) {
             }
         }
         // The whole processing of a 7x5 image, limited so the fuzzer explores, not allocates.
-        let processor = ImageProcessor(
-            options: url.options, info: fuzzSmallInfo, maxResultSide: 64, shrinkOnLoad: .fastest, limits: fuzzLimits,
-            watermark: fuzzWatermark, frames: .first)
-        if let image = try? processor.image(of: fuzzSmallPNG, decoder: ImageDecoder()) {
-            _ = try? ImageService.encode(image, as: .png(PNGEncoder()), maxBytes: 0)
-        }
+        let planner = ProcessingChoice.Planner(
+            options: url.options,
+            limits: EffectiveLimits(
+                maxSourceBytes: 1 << 20, maxSourcePixels: 1 << 20, maxResultSide: 64, maxAnimationFrames: 1,
+                maxAnimationFramePixels: 1 << 20),
+            decodingLimits: fuzzLimits, exif: nil, format: { _ in .png }, output: { _, _, _ in .png(PNGEncoder()) },
+            shrinkOnLoad: .fastest, watermark: fuzzWatermark)
+        _ = try? planner.encoded(fuzzSmallPNG, decoder: ImageDecoder())
         _ = try? policy.check(url.source)
         _ = url.options.canonical
         _ = ResponseRules.contentDisposition(
@@ -205,7 +213,6 @@ nonisolated let fuzzSmallPNG: [UInt8] = {
     }
     return (try? PNGEncoder().encode(RasterImage(width: 7, height: 5, pixels: pixels)!)) ?? []
 }()
-nonisolated let fuzzSmallInfo = try! ImageDecoder().info(.bytes(fuzzSmallPNG))
 nonisolated let fuzzWatermark = WatermarkImage(
     image: RasterImage(width: 3, height: 2, pixels: [UInt8](repeating: 200, count: 24))!, opacity: 0.7)
 

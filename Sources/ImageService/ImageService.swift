@@ -305,8 +305,8 @@ public final class ImageService: Service, Sendable {
     /// Fetches the source, answers 304 when the conditions match its entity tag, or
     /// makes the image and keeps it in the result cache. The entity tag is known before
     /// the source's header is read (it names the format the URL or `Accept` asked for,
-    /// else "the source's choice"), so a 304 costs no decoding, and the header is read
-    /// once: by the decode that makes the image, or, for a source passed through, alone.
+    /// else "the source's choice"), so a 304 reads nothing, and the header is read once:
+    /// by the decode that makes the image, or, for a source passed through, alone.
     private func produce(
         _ url: ProcessingURL, _ allowed: SourcePolicy.Allowed, _ key: ResultKey, _ requestKey: RequestKey,
         _ conditions: Conditions
@@ -341,29 +341,26 @@ public final class ImageService: Service, Sendable {
                     filename: url.options.filename, source: allowed.text, format: format,
                     attachment: url.options.returnAttachment))
         }
+        if conditions.matches(entityTag: entityTag, lastModified: source.lastModified) {
+            // Nothing is read for a 304: it carries no body, so no Content-Type, and its
+            // Content-Disposition is left out where only decoding would tell the format
+            // (caches keep the stored one).
+            var notModified = meta(contentType: named?.contentType ?? "", format: named)
+            if named == nil && !passesThrough { notModified.contentDisposition = nil }
+            return .notModified(notModified)
+        }
         let result: ProcessedResult
         if passesThrough {
             let info = try header(of: source.bytes, limits: limits)
-            let passed = meta(contentType: info.contentType, format: nil)
-            if conditions.matches(passed) { return .notModified(passed) }
-            result = ProcessedResult(bytes: source.bytes, meta: passed)
+            result = ProcessedResult(bytes: source.bytes, meta: meta(contentType: info.contentType, format: nil))
         } else {
-            // A 304 carries no body, so no Content-Type; its Content-Disposition is left
-            // out where the format is not known yet (caches keep the stored one).
-            if conditions.matches(entityTag: entityTag, lastModified: source.lastModified) {
-                let known = named.map { meta(contentType: $0.contentType, format: $0) }
-                return .notModified(
-                    known
-                        ?? ResponseMeta(
-                            contentType: "", entityTag: entityTag, lastModified: source.lastModified,
-                            variesByAccept: url.format == nil, freshUntil: now.addingTimeInterval(freshFor)))
-            }
             let made = try await metrics.timingProcessing {
                 try await process(
                     source.bytes, url.options, limits: limits, contentType: source.contentType
                 ) { info in named ?? (info.hasAlpha ? .png : .jpeg) }
             }
-            result = ProcessedResult(bytes: made.bytes, meta: meta(contentType: made.format.contentType, format: made.format))
+            result = ProcessedResult(
+                bytes: made.bytes, meta: meta(contentType: made.format.contentType, format: made.format))
         }
         if let results, freshFor > 0 { results.insert(result, for: requestKey) }
         return .processed(result)
@@ -422,16 +419,7 @@ public final class ImageService: Service, Sendable {
                 // The request's own failures keep their status; decoders' errors go on to
                 // the loader, which maps them as its own.
                 do {
-                    var choice: ProcessingChoice?
-                    let decoded = try decoder.thumbnail(.bytes(bytes), limits: plan.decodingLimits) { info in
-                        let chosen = try plan.choice(for: info)
-                        choice = chosen
-                        return chosen.decode
-                    }
-                    guard let choice else { return .failure(ServiceError(status: 500, "no processing plan")) }
-                    let image = try choice.general.map { try $0.processor.finish(decoded, $0.planned) } ?? decoded
-                    let encoded = try ImageService.encode(image, as: choice.output, maxBytes: options.maxBytes)
-                    return .success((encoded, choice.format))
+                    return .success(try plan.encoded(bytes, decoder: decoder))
                 } catch let error as ServiceError {
                     return .failure(error)
                 } catch let error as ImageEncodingError {

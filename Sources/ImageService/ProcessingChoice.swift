@@ -26,6 +26,23 @@ struct ProcessingChoice {
         let shrinkOnLoad: ThumbnailOptions.ShrinkOnLoad
         let watermark: WatermarkImage?
 
+        /// The encoded result of `bytes` and its format: one decode, which reads the
+        /// header and makes its choice (``choice(for:)``), then the general path's steps,
+        /// then the encoder.
+        func encoded(_ bytes: [UInt8], decoder: any ImageDecoding) throws -> (
+            bytes: [UInt8], format: ProcessingOptions.Format
+        ) {
+            var choice: ProcessingChoice?
+            let decoded = try decoder.thumbnail(.bytes(bytes), limits: decodingLimits) { info in
+                let chosen = try self.choice(for: info)
+                choice = chosen
+                return chosen.decode
+            }
+            guard let choice else { throw ServiceError(status: 500, "the decoder did not read the header") }
+            let image = try choice.general.map { try $0.processor.finish(decoded, $0.planned) } ?? decoded
+            return (try ImageService.encode(image, as: choice.output, maxBytes: options.maxBytes), choice.format)
+        }
+
         /// The choice for a source with this header; throws 413 past the pixel limit.
         func choice(for info: ImageInfo) throws -> ProcessingChoice {
             try limits.checkPixels(of: info)

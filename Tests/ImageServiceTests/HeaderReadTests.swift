@@ -83,7 +83,7 @@ struct HeaderReadTests {
         }
     }
 
-    @Test("a 304 reads nothing; a source passed through is read once, for its limits and type")
+    @Test("a 304 reads nothing; a source passed through is read once, for its limits and type, and not for its 304")
     func notModifiedAndRaw() async throws {
         let decoder = CountingDecoder()
         try await ProcessingReferenceTests.withService(Self.configuration(decoder)) { service in
@@ -120,6 +120,40 @@ struct HeaderReadTests {
             }
             #expect(passed.meta.contentType == "image/png")
             #expect(decoder.take() == Counts(infos: 1))
+            let rawAgain = await service.process(
+                path: "/insecure/raw:1/plain/local:///photo.png", accept: nil,
+                conditions: Conditions(ifNoneMatch: passed.meta.entityTag))
+            guard case .notModified = rawAgain else {
+                Issue.record("no 304 for raw: \(rawAgain)")
+                return
+            }
+            #expect(decoder.take() == Counts())
+        }
+    }
+
+    @Test("a 304 names the file as its 200 did where the format is known without decoding, else leaves it out")
+    func notModifiedDisposition() async throws {
+        let decoder = CountingDecoder()
+        try await ProcessingReferenceTests.withService(Self.configuration(decoder)) { service in
+            for (path, known) in [
+                ("/insecure/fn:holiday/rs:fit:64:64/plain/local:///photo.png@webp", true),
+                ("/insecure/fn:holiday/rs:fit:64:64/plain/local:///photo.png", false),
+            ] {
+                guard case .image(let first) = await service.process(path: path, accept: nil, conditions: Conditions())
+                else {
+                    Issue.record("no image for \(path)")
+                    return
+                }
+                let name = try #require(first.meta.contentDisposition)
+                #expect(name.contains("holiday."))
+                let reply = await service.process(
+                    path: path, accept: nil, conditions: Conditions(ifNoneMatch: first.meta.entityTag))
+                guard case .notModified(let meta) = reply else {
+                    Issue.record("no 304 for \(path): \(reply)")
+                    return
+                }
+                #expect(meta.contentDisposition == (known ? name : nil))
+            }
         }
     }
 
