@@ -87,8 +87,9 @@ struct HeaderReadTests {
     func notModifiedAndRaw() async throws {
         let decoder = CountingDecoder()
         try await ProcessingReferenceTests.withService(Self.configuration(decoder)) { service in
-            for path in ["/insecure/rs:fit:64:64/plain/local:///logo.png", "/insecure/rs:fit:64:64/plain/local:///photo.png"]
-            {
+            for path in [
+                "/insecure/rs:fit:64:64/plain/local:///logo.png", "/insecure/rs:fit:64:64/plain/local:///photo.png",
+            ] {
                 guard case .image(let first) = await service.process(path: path, accept: nil, conditions: Conditions())
                 else {
                     Issue.record("no image for \(path)")

@@ -30,7 +30,8 @@ struct HeaderChosenThumbnailTests {
         return options
     }
 
-    @Test("the chooser sees what info(_:) reads, once, and the thumbnail is the one its options make", arguments: sources)
+    @Test(
+        "the chooser sees what info(_:) reads, once, and the thumbnail is the one its options make", arguments: sources)
     func sameAsTwoCalls(_ file: String) throws {
         let source = ImageSource.file(path: Fixtures.root + "/" + file)
         let limits = DecodingLimits()
@@ -68,14 +69,17 @@ struct HeaderChosenThumbnailTests {
         let bytes = try Data(contentsOf: URL(fileURLWithPath: Fixtures.root + "/images/png-photo.png"))
         let truncated = Array(bytes.prefix(200))
         let broken = #expect(throws: ImageDecodingError.self) {
-            try decoder.thumbnail(.bytes(truncated), limits: DecodingLimits()) { _ in ThumbnailOptions(maxPixelSize: 8) }
+            try decoder.thumbnail(.bytes(truncated), limits: DecodingLimits()) { _ in ThumbnailOptions(maxPixelSize: 8)
+            }
         }
         #expect(broken?.reason != nil)
     }
 
     @Test(
         "a header past the limits is refused before the chooser is asked; the limits replace the chosen options' own",
-        arguments: ["images/jpeg-800x600.jpg", "images/png-photo.png", "images/bmp-24bit.bmp", "images/webp-lossy.webp"]
+        arguments: [
+            "images/jpeg-800x600.jpg", "images/png-photo.png", "images/bmp-24bit.bmp", "images/webp-lossy.webp",
+        ]
     )
     func limits(_ file: String) throws {
         let source = ImageSource.file(path: Fixtures.root + "/" + file)
