@@ -79,6 +79,8 @@ struct HeaderChosenThumbnailTests {
         "a header past the limits is refused before the chooser is asked; the limits replace the chosen options' own",
         arguments: [
             "images/jpeg-800x600.jpg", "images/png-photo.png", "images/bmp-24bit.bmp", "images/webp-lossy.webp",
+            "images/tiff-rgb-lzw.tif", "images/gif-animation.gif", "modern/images/avif-8bit.avif",
+            "modern/images/heif-8bit.heic", "modern/images/jxl-lossy.jxl",
         ]
     )
     func limits(_ file: String) throws {

@@ -17,7 +17,8 @@ enum AVIFDecoder: FormatDecoder {
     }
 
     static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {
-        try reader.withContiguousBytes { bytes in try decode(AVIFFile(bytes, limits: options.limits), options: options)
+        try reader.withContiguousBytes { bytes in
+            try decode(AVIFFile(bytes, limits: options.limits), options: options)
         }
     }
 

@@ -80,14 +80,17 @@ enum ThumbnailRequest {
         }
     }
 
-    /// The options; `info` is made only when they are chosen from it. Chosen options
-    /// are validated and held to the request's limits.
+    /// The options; `info` is made only when they are chosen from it. The chooser sees
+    /// only a header within the limits' pixels; what it chooses is validated and held
+    /// to the request's limits.
     func options(_ info: @autoclosure () throws -> ImageInfo) throws -> ThumbnailOptions {
         switch self {
         case .given(let options):
             return options
         case .fromHeader(let limits, let choose):
-            var options = try choose(info())
+            let header = try info()
+            try limits.check(width: header.width, height: header.height, format: header.format)
+            var options = try choose(header)
             options.limits = limits
             try options.validate()
             return options
