@@ -132,7 +132,7 @@ struct ClusterTests {
                 for _ in 0..<20 { group.addTask { try await cluster.get(stampede).status } }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
-            #expect(statuses.allSatisfy { $0 == 200 })
+            #expect(statuses.allSatisfy { $0 == 200 }, "statuses: \(statuses.sorted())")
             #expect(try await cluster.upstreamRequests() == afterJPEG + 2 + 1)
         }
     }
