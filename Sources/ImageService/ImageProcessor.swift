@@ -122,10 +122,11 @@ struct ImageProcessor: Sendable {
         return image
     }
 
-    /// The whole (cropped) source scaled is made before the result's crop: it is bounded
-    /// like a source, as a large enlargement cropped to a small box could ask for more.
+    /// The longest side a result may have: the service's limit, within what a thumbnail can be.
     private var resultSideLimit: Int { max(1, min(maxResultSide, ThumbnailOptions.maxSide)) }
 
+    /// The whole (cropped) source scaled is made before the result's crop: it is bounded
+    /// like a source, as a large enlargement cropped to a small box could ask for more.
     private func checkScaledSize(_ plan: ProcessingPlan) throws {
         guard let scaled = Checked.multiply(plan.scaledWidth, plan.scaledHeight), scaled <= limits.maxPixelsPerFrame
         else {
