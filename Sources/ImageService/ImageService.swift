@@ -357,7 +357,10 @@ public final class ImageService: Service, Sendable {
             let made = try await metrics.timingProcessing {
                 try await process(
                     source.bytes, url.options, limits: limits, contentType: source.contentType
-                ) { info in named ?? (info.hasAlpha ? .png : .jpeg) }
+                ) { info in
+                    // `Accept` was read already (`named`): the rule's fallback by alpha is what is left.
+                    ResponseRules.format(requested: named, accept: nil, hasAlpha: info.hasAlpha).format
+                }
             }
             result = ProcessedResult(
                 bytes: made.bytes, meta: meta(contentType: made.format.contentType, format: made.format))
