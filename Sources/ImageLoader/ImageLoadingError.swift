@@ -16,9 +16,14 @@ public struct ImageLoadingError: Error, Sendable, Hashable, CustomStringConverti
     public enum Reason: Sendable, Hashable {
         /// The origin answered with an error status (4xx or 5xx, or one the loader cannot use).
         case httpStatus(Int)
-        /// The connection failed: refused, reset, closed by the origin before the response
-        /// ended (a body cut short that way included), DNS, TLS, ...
+        /// The connection failed after it was made: reset, or closed by the origin before
+        /// the response ended (a body cut short that way included), or another failure
+        /// of the network without a more precise reason.
         case network(String)
+        /// No connection could be made, for a reason waiting would not change (refused,
+        /// no route, a name that does not resolve, a failed TLS handshake): the load
+        /// fails as soon as the system says so, not at the connect timeout.
+        case cannotConnect(ConnectionFailure)
         /// The connect timeout, the read (idle) timeout or the total timeout passed.
         case timeout
         /// The response broke HTTP: header fields past the size limit, a body shorter
@@ -74,6 +79,7 @@ public struct ImageLoadingError: Error, Sendable, Hashable, CustomStringConverti
         switch reason {
         case .httpStatus(let status): text = "HTTP status \(status)"
         case .network(let message): text = "network error: \(message)"
+        case .cannotConnect(let failure): text = failure.description
         case .timeout: text = "timed out"
         case .invalidResponse(let message): text = "invalid response: \(message)"
         case .responseTooLarge(let limit): text = "response larger than \(limit) bytes"
@@ -114,5 +120,62 @@ func mappingErrors<T>(_ url: String, _ body: () async throws -> T) async throws(
         return try await body()
     } catch {
         throw ImageLoadingError(mapping: error, url: url)
+    }
+}
+
+/// Why no connection could be made to an origin: what happened, to which host and port,
+/// and the system's (or the TLS library's) own words.
+///
+/// ```swift
+/// do {
+///     _ = try await loader.image(for: url)
+/// } catch let error as ImageLoadingError {
+///     if case .cannotConnect(let failure) = error.reason, failure.kind == .refused {
+///         print("nothing listens on \(failure.host):\(failure.port)")
+///     }
+/// }
+/// ```
+public struct ConnectionFailure: Sendable, Hashable, CustomStringConvertible {
+    /// What kind of failure it was.
+    public enum Kind: String, Sendable, Hashable, CaseIterable {
+        /// Nothing listens on the port (`ECONNREFUSED`).
+        case refused
+        /// No route to the network or the host (`ENETUNREACH`, `EHOSTUNREACH`), or the
+        /// system refused to send there (`EACCES`, `EPERM`: a broadcast address, a firewall rule).
+        case unreachable
+        /// The host name resolves to no address.
+        case nameNotResolved
+        /// The TLS handshake failed: an untrusted or expired certificate, a name the
+        /// certificate does not cover, no protocol or cipher in common, or an origin
+        /// that does not speak TLS on that port.
+        case tlsHandshake
+    }
+
+    /// What kind of failure it was.
+    public let kind: Kind
+    /// The host name (or address) of the URL.
+    public let host: String
+    /// The port connected to.
+    public let port: Int
+    /// The system's or the TLS library's text, for logs.
+    public let detail: String
+
+    /// A failure of `kind` to connect to `host` and `port` (a custom ``DataLoading`` throws these).
+    public init(_ kind: Kind, host: String, port: Int, detail: String) {
+        self.kind = kind
+        self.host = host
+        self.port = port
+        self.detail = detail
+    }
+
+    /// One line: what failed, where, and the system's words.
+    public var description: String {
+        let place = (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
+        switch kind {
+        case .refused: return "connection refused by \(place) (nothing listens there)"
+        case .unreachable: return "cannot reach \(place): \(detail)"
+        case .nameNotResolved: return "cannot resolve \(host): \(detail)"
+        case .tlsHandshake: return "TLS handshake with \(place) failed: \(detail)"
+        }
     }
 }

@@ -173,6 +173,8 @@ enum Reply: Sendable {
                 status: .ok, headers: [.contentType: contentType, .cacheControl: "no-store"],
                 body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
         case .failure(let error):
+            // The cause goes to the request's access-log line, not to the client.
+            if let cause = error.cause { FailureCause.current?.note(cause) }
             var headers: HTTPFields = [.contentType: "text/plain; charset=utf-8"]
             headers[.cacheControl] = error.cacheControl
             if error.status == 503 { headers[.retryAfter] = "1" }
@@ -216,23 +218,39 @@ struct AccessLog<Context: RequestContext>: RouterMiddleware {
         let id =
             request.headers[.requestID].flatMap(AccessLogLine.acceptable)
             ?? context.logger[metadataKey: "hb.request.id"]?.description ?? RequestID().description
+        let cause = FailureCause()
         do {
-            var response = try await next(request, context)
+            var response = try await FailureCause.$current.withValue(cause) { try await next(request, context) }
             response.headers[.requestID] = id
-            log(request, id: id, status: response.status.code, bytes: response.body.contentLength ?? 0, since: start)
+            log(
+                request, id: id, status: response.status.code, bytes: response.body.contentLength ?? 0, since: start,
+                cause: cause.text)
             return response
         } catch {
             let status = (error as? any HTTPResponseError)?.status.code ?? 500
-            log(request, id: id, status: status, bytes: 0, since: start)
+            log(request, id: id, status: status, bytes: 0, since: start, cause: "\(error)")
             throw error
         }
     }
 
-    private func log(_ request: Request, id: String, status: Int, bytes: Int, since start: ContinuousClock.Instant) {
+    private func log(
+        _ request: Request, id: String, status: Int, bytes: Int, since start: ContinuousClock.Instant, cause: String?
+    ) {
         AccessLogLine.record(
             logger: logger, metrics: metrics, method: request.method, path: request.uri.path, id: id, status: status,
-            bytes: bytes, since: start)
+            bytes: bytes, since: start, cause: cause)
     }
+}
+
+/// Why a request failed, in more words than its answer gives (the source's URL, the
+/// system's reason), for its access-log line: set where the failure becomes an answer,
+/// read by ``AccessLog`` once the answer is made.
+final class FailureCause: Sendable {
+    @TaskLocal static var current: FailureCause?
+    private let value = Lock<String?>(nil)
+
+    func note(_ cause: String) { value.withLock { $0 = cause } }
+    var text: String? { value.withLock { $0 } }
 }
 
 /// The access log's line and the request and byte metrics of one request, for the
@@ -251,16 +269,16 @@ enum AccessLogLine {
 
     static func record(
         logger: Logger, metrics: ServiceMetrics, method: HTTPRequest.Method, path: String, id: String, status: Int,
-        bytes: Int, since start: ContinuousClock.Instant
+        bytes: Int, since start: ContinuousClock.Instant, cause: String? = nil
     ) {
         metrics.responded(status: status, bytes: bytes)
         let elapsed = ContinuousClock.now - start
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-        logger.info(
-            "\(method) \(path) \(status)",
-            metadata: [
-                "request_id": "\(id)", "bytes": "\(bytes)", "ms": "\(String(format: "%.1f", milliseconds))",
-            ])
+        var metadata: Logger.Metadata = [
+            "request_id": "\(id)", "bytes": "\(bytes)", "ms": "\(String(format: "%.1f", milliseconds))",
+        ]
+        if let cause { metadata["error"] = "\(cause)" }
+        logger.info("\(method) \(path) \(status)", metadata: metadata)
     }
 }
 

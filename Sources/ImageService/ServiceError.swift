@@ -22,6 +22,9 @@ public struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible {
     public let message: String
     /// Seconds the answer may be cached downstream (a source's 404); 0: `no-store`.
     var maxAge = 0
+    /// What happened, in more words than the client is told (the source's URL, the
+    /// system's reason): for the access log's line, never for the body.
+    var cause: String?
 
     /// A failure answered with `status` and `message`.
     public init(status: Int, _ message: String) {
@@ -52,6 +55,13 @@ public struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     static func from(_ error: ImageLoadingError) -> ServiceError {
+        var failure = answer(error)
+        failure.cause = error.description
+        return failure
+    }
+
+    /// The status and text a client gets for a load's failure.
+    private static func answer(_ error: ImageLoadingError) -> ServiceError {
         switch error.reason {
         case .httpStatus(let status), .rememberedFailure(let status?, _):
             return status == 404 || status == 410
@@ -62,7 +72,18 @@ public struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible {
         case .responseTooLarge(let limit): return ServiceError(status: 413, "source larger than \(limit) bytes")
         case .contentType(let why): return ServiceError(status: 415, why.description)
         case .decoding(let why): return from(why)
-        case .forbiddenAddress: return ServiceError(status: 403, "source address not allowed")
+        case .forbiddenAddress:
+            return ServiceError(
+                status: 403,
+                "source address not allowed: loopback, private and link-local addresses are refused "
+                    + "(imageloader serve --allow-address ADDRESS or --allow-private-networks allows them)")
+        case .cannotConnect(let failure):
+            switch failure.kind {
+            case .refused: return ServiceError(status: 502, "source refused the connection")
+            case .unreachable: return ServiceError(status: 502, "source unreachable")
+            case .nameNotResolved: return ServiceError(status: 502, "source host not found")
+            case .tlsHandshake: return ServiceError(status: 502, "source TLS handshake failed")
+            }
         case .network, .invalidResponse, .tooManyRedirects, .unsupportedURL:
             return ServiceError(status: 502, "source failed")
         case .cancelled, .shutDown: return ServiceError(status: 503, "shutting down")
@@ -70,6 +91,13 @@ public struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     static func from(_ error: ImageDecodingError) -> ServiceError {
+        var failure = answer(error)
+        if failure.message != error.description { failure.cause = error.description }
+        return failure
+    }
+
+    /// The status and text a client gets for a decoder's failure.
+    private static func answer(_ error: ImageDecodingError) -> ServiceError {
         switch error.reason {
         case .inputTooLarge, .tooManyPixels, .tooManyFrames, .tooManyBytes, .tooMuchWorkingMemory, .tooMuchWork,
             .tooManyScans, .tooManyMetadataBlocks:

@@ -457,6 +457,8 @@ struct ServeCommandTests {
         // Held until the origin stops: past any timeout.
         origin.serve("/slow.jpg", .init(headers: [Self.jpeg], body: photo, gate: Gate()))
         origin.serve("/large.jpg", .init(headers: [Self.jpeg], body: photo))
+        let refusing = try RefusingPort()
+        defer { refusing.close() }
         try await serving([
             "--allow-unsigned", "--allow-private-networks", "--timeout", "1", "--max-src-bytes", "150000",
             "--max-src-pixels", "400000", "--local-root", Self.images, "--disk-cache-mb", "0",
@@ -477,6 +479,10 @@ struct ServeCommandTests {
                 ("local:///../CommandLineTests/ServeCommandTests.swift", 403),
                 ("local:///nothing-here.jpg", 404),
                 ("ftp://example.com/a.jpg", 400),
+                // No connection can be made: a 502 at once (within the 1 s timeout, or it
+                // would be a 504), the cause in the log only.
+                (refusing.url("/a.jpg").absoluteString, 502),
+                ("http://no-such-host.invalid/a.jpg", 502),
             ]
             for (source, code) in expected {
                 let answer = try await status(source)
@@ -485,6 +491,15 @@ struct ServeCommandTests {
                 #expect(code == 404 || answer.header("Cache-Control") == "no-store", "\(source)")
                 #expect(answer.body.count < 200 && !answer.text.contains("Swift"), "\(source): \(answer.text)")
             }
+            #expect(try await status(refusing.url("/a.jpg").absoluteString).text == "source refused the connection\n")
+            // The access log's line says why, with the source: what an operator needs.
+            let log = server.printed.split(separator: "\n")
+            #expect(
+                log.contains {
+                    $0.contains(" 502") && $0.contains("connection refused by 127.0.0.1:\(refusing.port)")
+                }, "\(server.printed)")
+            #expect(log.contains { $0.contains(" 502") && $0.contains("cannot resolve no-such-host.invalid") })
+            #expect(log.contains { $0.contains(" 502") && $0.contains("HTTP status 500") })
         }
         try await serving([
             "--allow-unsigned", "--allow-private-networks", "--allow-source", "https://images.example.com/",
@@ -536,6 +551,8 @@ struct ServeCommandTests {
             ] {
                 let answer = try await server.get("/insecure/w:10/plain/" + source)
                 #expect(answer.status == 403, "\(source): \(answer.status) \(answer.text)")
+                // The answer names the settings that allow such a source.
+                #expect(answer.text.contains("--allow-address") && answer.text.contains("--allow-private-networks"))
             }
             #expect(origin.count("/a.png") == 0)
         }

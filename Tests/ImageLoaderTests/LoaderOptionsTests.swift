@@ -1,8 +1,10 @@
 import Foundation
-import ImageLoader
+import NIOCore
 import RasterImage
 import TestOrigin
 import Testing
+
+@testable import ImageLoader
 
 @Suite("The seeds' options and HTTP behaviour")
 struct LoaderOptionsTests {
@@ -242,22 +244,73 @@ struct LoaderOptionsTests {
         }
     }
 
-    @Test("a connection that is refused is a network error")
-    func refused() async throws {
+    /// Origins no connection can be made to, each for a reason that waiting would not mend.
+    enum Unconnectable: String, CaseIterable, CustomTestStringConvertible {
+        case refused, unresolvable, unreachable, tlsToPlainHTTP
+
+        var testDescription: String { rawValue }
+    }
+
+    @Test(
+        "a connection that cannot be made ends the load at once, with a typed reason and no retry",
+        arguments: Unconnectable.allCases)
+    func cannotConnect(_ origin: Unconnectable) async throws {
         // A port held bound but not listening: a stopped server's port could be taken by
         // another test's server before the request is made.
         let refusing = try RefusingPort()
         defer { refusing.close() }
-        let url = refusing.url("/x.png")
+        let plain = try await TestOrigin.start()
+        defer { Task { await plain.stop() } }
+        plain.serve("/x.png", .init(headers: [Self.png], body: TestImages.png))
+        let (url, kind, host): (URL, ConnectionFailure.Kind, String) =
+            switch origin {
+            case .refused: (refusing.url("/x.png"), .refused, "127.0.0.1")
+            // `.invalid` names never resolve (RFC 6761).
+            case .unresolvable: (URL(string: "http://no-such-host.invalid/x.png")!, .nameNotResolved, "no-such-host.invalid")
+            // The limited broadcast address: Linux refuses to connect there (ENETUNREACH, or
+            // EACCES without SO_BROADCAST) before a packet leaves.
+            case .unreachable: (URL(string: "http://255.255.255.255:9/x.png")!, .unreachable, "255.255.255.255")
+            case .tlsToPlainHTTP: (URL(string: "https://127.0.0.1:\(plain.port)/x.png")!, .tlsHandshake, "127.0.0.1")
+            }
         let harness = LoaderHarness()
         defer { Task { await harness.cleanUp() } }
-        let loader = try harness.loader()
+        // The connect timeout past the total one: waiting for either would end the load
+        // as `.timeout`, which this test refuses.
+        let loader = try harness.loader {
+            $0.http.connectTimeout = .seconds(600)
+            $0.http.timeout = .seconds(90)
+        }
         let error = await loader.loadError(url)
-        guard case .network = error?.reason else {
+        guard case .cannotConnect(let failure) = error?.reason else {
             Issue.record("\(String(describing: error))")
             return
         }
+        #expect(failure.kind == kind && failure.host == host)
+        #expect(failure.port == url.port ?? 80)
+        // One line, without NIO's decoration.
+        let text = try #require(error?.description)
+        #expect(!text.contains("errno") && !text.contains(")) ") && !text.contains("\n"), "\(text)")
+        // The plain origin saw the TLS handshake's bytes as no request it could answer.
+        if origin == .tlsToPlainHTTP { #expect(plain.count("/x.png") == 0) }
         try await loader.shutdown()
+    }
+
+    @Test("the system's connect errors are told apart: what waiting cannot mend, and what a retry may")
+    func connectErrorClasses() {
+        let expected: [(Int32, ConnectionFailure.Kind?)] = [
+            (ECONNREFUSED, .refused), (ENETUNREACH, .unreachable), (EHOSTUNREACH, .unreachable),
+            (EACCES, .unreachable), (ECONNRESET, nil), (ETIMEDOUT, nil), (EADDRNOTAVAIL, nil),
+        ]
+        for (code, kind) in expected {
+            let error = IOError(errnoCode: code, reason: "connect")
+            #expect(ConnectionFailure(error, host: "h", port: 1)?.kind == kind, "errno \(code)")
+        }
+        #expect(HTTPDataLoader.isTransient(IOError(errnoCode: ECONNRESET, reason: "connect")))
+        #expect(HTTPDataLoader.isTransient(IOError(errnoCode: EADDRNOTAVAIL, reason: "connect")))
+        #expect(!HTTPDataLoader.isTransient(IOError(errnoCode: ECONNREFUSED, reason: "connect")))
+        #expect(HTTPDataLoader.retryDelays.count == 2)
+        let refused = ConnectionFailure(.refused, host: "::1", port: 8080, detail: "connection refused")
+        #expect(refused.description == "connection refused by [::1]:8080 (nothing listens there)")
     }
 
     @Test("file URLs are decoded from the file, then served from memory")

@@ -92,6 +92,10 @@ public final class HTTPDataLoader: DataLoading {
                 connect: TimeAmount(configuration.connectTimeout), read: TimeAmount(configuration.readTimeout)),
             decompression: .disabled)
         settings.dnsOverride = dnsOverride
+        // A connection that fails fails the request at once: the client's own retries
+        // (with backoff, until the connect timeout) made a refused connection cost the
+        // whole timeout. `exchange` retries what may pass, a bounded number of times.
+        settings.connectionPool.retryConnectionEstablishment = false
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: settings)
     }
 
@@ -129,7 +133,9 @@ public final class HTTPDataLoader: DataLoading {
         let resolved = try await pinned.resolver.run { Resolver.addresses(of: name) }
         switch resolved {
         case .failure(let error):
-            throw ImageLoadingError(.network("cannot resolve \(host): \(error.message)"), url: key)
+            let failure = ConnectionFailure(
+                .nameNotResolved, host: host, port: Origin(url).port, detail: error.message.lowercased())
+            throw ImageLoadingError(.cannotConnect(failure), url: key)
         case .success(let addresses):
             guard let address = addresses.first(where: filter) else {
                 logger.warning("address refused", metadata: ["host": "\(host)", "addresses": "\(addresses)"])
@@ -182,15 +188,7 @@ public final class HTTPDataLoader: DataLoading {
                 let token = Data("\(credentials.user):\(credentials.password)".utf8).base64EncodedString()
                 outgoing.headers.replaceOrAdd(name: "Authorization", value: "Basic \(token)")
             }
-            let response: HTTPClientResponse
-            do {
-                let client = try await client(for: url, key: key)
-                response = try await client.execute(outgoing, deadline: deadline, logger: logger)
-            } catch let error as ImageLoadingError {
-                throw error
-            } catch {
-                throw HTTPDataLoader.map(error, url: key)
-            }
+            let response = try await send(outgoing, to: url, key: key, deadline: deadline)
             let headerBytes = response.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count }
             guard headerBytes <= configuration.maxHeaderBytes else {
                 throw ImageLoadingError(
@@ -227,7 +225,7 @@ public final class HTTPDataLoader: DataLoading {
             } catch let error as ImageLoadingError {
                 throw error
             } catch {
-                throw HTTPDataLoader.map(error, url: key)
+                throw HTTPDataLoader.map(error, url: url, key: key)
             }
             if let expected, status != 304, status != 204, expected != body.count {
                 throw ImageLoadingError(
@@ -238,6 +236,60 @@ public final class HTTPDataLoader: DataLoading {
                 url: url, status: status, headers: headers, body: body, requestTime: requestTime,
                 responseTime: configuration.clock())
         }
+    }
+
+    /// Delays before the attempts after the first, when sending fails before any
+    /// response in a way that may pass (``isTransient(_:)``): two more attempts at most,
+    /// within the request's deadline.
+    static let retryDelays: [Duration] = [.milliseconds(50), .milliseconds(250)]
+
+    /// Sends one request (one hop of a redirect chain) and waits for the response head.
+    /// A failure that waiting cannot mend (refused, unreachable, unresolvable, TLS) ends
+    /// it at once; one that may pass (a reset or an abort before the response, no local
+    /// port or buffer free) is tried again after ``retryDelays``.
+    private func send(_ request: HTTPClientRequest, to url: URL, key: String, deadline: NIODeadline) async throws
+        -> HTTPClientResponse
+    {
+        var attempt = 0
+        while true {
+            do {
+                let client = try await client(for: url, key: key)
+                return try await client.execute(request, deadline: deadline, logger: logger)
+            } catch let error as ImageLoadingError {
+                throw error
+            } catch {
+                guard attempt < HTTPDataLoader.retryDelays.count, HTTPDataLoader.isTransient(error),
+                    NIODeadline.now() + TimeAmount(HTTPDataLoader.retryDelays[attempt]) < deadline
+                else { throw HTTPDataLoader.map(error, url: url, key: key) }
+                logger.debug(
+                    "retrying", metadata: ["url": "\(url)", "attempt": "\(attempt + 2)", "error": "\(error)"])
+                try await Task.sleep(for: HTTPDataLoader.retryDelays[attempt])
+                attempt += 1
+            }
+        }
+    }
+
+    /// The system's error numbers for failures before a response that may pass.
+    static let transientErrnos: Set<Int32> = [ECONNRESET, ECONNABORTED, EPIPE, EAGAIN, EADDRNOTAVAIL, ENOBUFS]
+
+    /// Whether `error`, met before any response, may pass if the request is sent again.
+    static func isTransient(_ error: any Error) -> Bool {
+        switch error {
+        case let error as IOError: return transientErrnos.contains(error.errnoCode)
+        case let error as NIOConnectionError:
+            return !error.connectionErrors.isEmpty && error.connectionErrors.allSatisfy { isTransient($0.error) }
+        default: return false
+        }
+    }
+
+    /// The typed error for what the HTTP client (or NIO, or the TLS library) threw for `url`.
+    static func map(_ error: any Error, url: URL, key: String) -> ImageLoadingError {
+        var host = url.host ?? ""
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if let failure = ConnectionFailure(error, host: host, port: Origin(url).port) {
+            return ImageLoadingError(.cannotConnect(failure), url: key)
+        }
+        return map(error, url: key)
     }
 
     static func map(_ error: any Error, url: String) -> ImageLoadingError {
@@ -261,7 +313,86 @@ public final class HTTPDataLoader: DataLoading {
         if let parser = error as? HTTPParserError {
             return ImageLoadingError(.invalidResponse("malformed HTTP (\(parser))"), url: url)
         }
-        return ImageLoadingError(.network(String(describing: error)), url: url)
+        return ImageLoadingError(.network(HTTPDataLoader.describe(error)), url: url)
+    }
+
+    /// An error in words without the libraries' decoration: NIO's `IOError` text
+    /// ("connection reset (error set): Connection refused) (errno: 111)") becomes the
+    /// system's text for its error number.
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case let error as IOError: return System.describe(errno: error.errnoCode)
+        case let error as NIOConnectionError:
+            if let first = error.connectionErrors.first { return describe(first.error) }
+            return String(describing: error)
+        default: return String(describing: error)
+        }
+    }
+}
+
+extension ConnectionFailure {
+    /// The failure `error` stands for, when it is one that waiting would not mend; `nil`
+    /// for anything else (a timeout, a reset, a failure after connecting).
+    init?(_ error: any Error, host: String, port: Int) {
+        switch error {
+        case let error as IOError:
+            guard let kind = ConnectionFailure.kind(errno: error.errnoCode) else { return nil }
+            self.init(kind, host: host, port: port, detail: System.describe(errno: error.errnoCode).lowercased())
+        case let error as NIOConnectionError:
+            if error.connectionErrors.isEmpty, let lookup = error.dnsAError ?? error.dnsAAAAError {
+                let detail = (lookup as? SocketAddressError.UnknownHost)?.errorDescription ?? "\(lookup)"
+                self.init(.nameNotResolved, host: host, port: port, detail: detail.lowercased())
+                return
+            }
+            // Every address tried failed for a reason of that kind: the first one speaks for all.
+            let failures = error.connectionErrors.map { ConnectionFailure($0.error, host: host, port: port) }
+            guard let first = failures.first, let failure = first, failures.allSatisfy({ $0 != nil }) else {
+                return nil
+            }
+            self = failure
+        case let error as SocketAddressError.UnknownHost:
+            self.init(.nameNotResolved, host: host, port: port, detail: error.errorDescription.lowercased())
+        case let error as NIOSSLError:
+            switch error {
+            case .handshakeFailed(let reason):
+                self.init(.tlsHandshake, host: host, port: port, detail: ConnectionFailure.words(reason))
+            case .unableToValidateCertificate, .noCertificateToValidate, .cannotMatchULabel:
+                self.init(.tlsHandshake, host: host, port: port, detail: "\(error)")
+            default:
+                return nil
+            }
+        case let error as NIOSSLExtraError:
+            guard error == .failedToValidateHostname || error == .serverHostnameImpossibleToMatch else { return nil }
+            self.init(.tlsHandshake, host: host, port: port, detail: "the certificate does not name \(host)")
+        default:
+            return nil
+        }
+    }
+
+    /// The kind of a `connect` failure by its error number, when waiting would not mend it.
+    static func kind(errno: Int32) -> Kind? {
+        switch errno {
+        case ECONNREFUSED: .refused
+        case ENETUNREACH, EHOSTUNREACH, EACCES, EPERM, ENETDOWN, EHOSTDOWN: .unreachable
+        default: nil
+        }
+    }
+
+    /// BoringSSL's reasons in words: "error:1000007d:SSL routines:OPENSSL_internal:
+    /// CERTIFICATE_VERIFY_FAILED at ..." becomes "certificate verify failed".
+    static func words(_ error: BoringSSLError) -> String {
+        let text = "\(error)"
+        var reasons: [String] = []
+        for part in text.split(separator: ":") {
+            let token = part.split(separator: " ").first.map(String.init) ?? ""
+            if token.count > 3, token.allSatisfy({ $0.isUppercase || $0 == "_" || $0.isNumber }),
+                token.contains(where: \.isLetter)
+            {
+                let phrase = token.replacingOccurrences(of: "_", with: " ").lowercased()
+                if !reasons.contains(phrase) { reasons.append(phrase) }
+            }
+        }
+        return reasons.isEmpty ? text : reasons.joined(separator: ", ")
     }
 }
 
