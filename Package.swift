@@ -127,6 +127,8 @@ let package = Package(
                 // The demo's in-process HTTP server.
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                // NIO's IOError, read for the system's error text.
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .testTarget(
@@ -169,7 +171,7 @@ let package = Package(
             name: "CommandLineTests",
             // Runs the built executable; the dependency makes sure it is built first.
             dependencies: [
-                "RasterImage", "ImageLoader", "ImageService", "ImageLoaderCLI", "TestOrigin",
+                "RasterImage", "ImageLoader", "ImageLoaderSupport", "ImageService", "ImageLoaderCLI", "TestOrigin",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

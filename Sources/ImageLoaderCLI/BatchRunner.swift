@@ -105,7 +105,7 @@ struct BatchRunner {
     var progressStream: Int32 = 2
 
     func run(_ items: [BatchItem]) async throws -> BatchSummary {
-        try FileManager.default.createDirectory(atPath: outputDirectory, withIntermediateDirectories: true)
+        try Terminal.createFolder(outputDirectory, for: "output")
         let names = OutputNames(items)
         let progress = ProgressReporter(total: items.count, stream: progressStream)
         let start = ContinuousClock.now
@@ -167,14 +167,14 @@ struct BatchRunner {
                 return (index, .failed(reason: BatchRunner.reason(error)))
             }
             do {
-                let encoded = try loaded.encoded ?? loaded.image.encoded(as: options.outputFormat)
+                let encoded = try loaded.encoded ?? loaded.image.encodedKeepingAnimation(as: options.outputFormat)
                 let name = names.name(for: index, format: encoded.format)
                 try FileSystem.writeAtomically(
                     encoded.bytes, to: directory + "/" + name,
                     through: directory + "/." + FileSystem.temporaryName(), permissions: 0o666)
                 return (index, .written(name: name, loaded))
             } catch {
-                return (index, .failed(reason: "cannot write: \(error)"))
+                return (index, .failed(reason: "cannot write: \(Terminal.describe(error))"))
             }
         }
     }

@@ -17,27 +17,24 @@ struct ImageLoaderCommand: AsyncParsableCommand {
     /// Runs the command. Failures end with exit code 1 and one line on stderr; usage
     /// mistakes keep ArgumentParser's usage message and code.
     static func main() async {
+        var command: any ParsableCommand
         do {
-            var command = try parseAsRoot()
+            command = try parseAsRoot()
+        } catch {
+            exit(withError: error)
+        }
+        do {
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()
             }
-        } catch let error as CommandFailure {
-            Terminal.error(error.description)
-            System.exit(1)
-        } catch let error as ImageDecodingError {
-            Terminal.error(error.description)
-            System.exit(1)
-        } catch let error as ImageEncodingError {
-            Terminal.error(error.description)
-            System.exit(1)
-        } catch let error as ImageLoadingError {
-            Terminal.error(error.description)
-            System.exit(1)
         } catch {
-            exit(withError: error)
+            // ArgumentParser's own (usage mistakes, help asked for, exit codes) keep its
+            // messages and codes; everything else is one line, without the libraries' dumps.
+            if String(reflecting: type(of: error)).hasPrefix("ArgumentParser.") { exit(withError: error) }
+            Terminal.error(Terminal.describe(error))
+            System.exit(1)
         }
     }
 }

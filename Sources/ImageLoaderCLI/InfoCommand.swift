@@ -33,14 +33,14 @@ struct InfoCommand: AsyncParsableCommand {
             options.includesLocation = gps
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-            let described = try ImageDecoder().describe(bytes, options: options)
+            let described = try Input.naming(file) { try ImageDecoder().describe(bytes, options: options) }
             Terminal.line(String(decoding: try encoder.encode(described), as: UTF8.self))
             return
         }
         let info: ImageInfo
         switch Input(file) {
         case .file(let path):
-            info = try ImageDecoder().info(.file(path: path))
+            info = try Input.naming(path) { try ImageDecoder().info(.file(path: path)) }
         case .url:
             let image = try await Input(file).image(decoding: DecodingOptions(), loader: loader)
             info = ImageInfo(

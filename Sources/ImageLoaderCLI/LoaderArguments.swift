@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ImageLoader
+import ImageLoaderSupport
 import RasterImage
 
 /// The loader's settings, shared by every command that takes a URL.
@@ -22,7 +23,7 @@ struct LoaderArguments: ParsableArguments {
 
     @Option(
         name: .customLong("accept"),
-        help: "An accepted content type (repeatable; default: the PNG, JPEG, GIF, TIFF, WebP and BMP types).")
+        help: "An accepted content type (repeatable; default: the types of \(Terminal.formatNames)).")
     var acceptedTypes: [String] = []
 
     @Option(help: "User name for basic authentication (sent to the URL's origin only).")
@@ -78,7 +79,8 @@ struct LoaderArguments: ParsableArguments {
         do {
             loader = try ImageLoader(configuration: configuration(memoryCacheDefaultMB: memoryCacheDefaultMB))
         } catch {
-            throw CommandFailure("cannot open the cache: \(error)")
+            let folder = cacheDir ?? DiskCache.defaultDirectory()
+            throw CommandFailure("cannot open the cache in \(folder): \(Terminal.describe(error)) (choose another with --cache-dir)")
         }
         do {
             let result = try await body(loader)
@@ -111,7 +113,9 @@ enum Input {
         switch self {
         case .file(let path):
             let limit = DecodingLimits().maxInputBytes
-            guard let handle = FileHandle(forReadingAtPath: path) else { throw CommandFailure("cannot read \(path)") }
+            guard let handle = FileHandle(forReadingAtPath: path) else {
+                throw CommandFailure("cannot read \(path): \(System.describe(errno: errno).lowercased())")
+            }
             defer { try? handle.close() }
             let data = try handle.read(upToCount: limit + 1) ?? Data()
             guard data.count <= limit else { throw CommandFailure("\(path) is larger than \(limit) bytes") }
@@ -125,9 +129,21 @@ enum Input {
     func image(decoding options: DecodingOptions, loader arguments: LoaderArguments) async throws -> RasterImage {
         switch self {
         case .file(let path):
-            return try ImageDecoder(options: options).decode(.file(path: path))
+            return try Input.naming(path) { try ImageDecoder(options: options).decode(.file(path: path)) }
         case .url(let url):
             return try await arguments.withLoader { loader in try await loader.image(for: url).image }
+        }
+    }
+
+    /// `body`'s result; a decoder's or encoder's error that does not name the file gets
+    /// its name in front ("notes.txt: not a supported image format ...").
+    static func naming<T>(_ path: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as ImageDecodingError {
+            throw CommandFailure(error.description.contains(path) ? error.description : "\(path): \(error)")
+        } catch let error as ImageEncodingError {
+            throw CommandFailure("\(path): \(error)")
         }
     }
 }

@@ -211,15 +211,49 @@ struct ServeCommand: AsyncParsableCommand {
         guard key.count == salt.count else { throw ValidationError("give as many --salt as --key") }
     }
 
-    /// The key and salt pairs from the options, else from the environment.
-    func signaturePairs(_ environment: ImgproxyEnvironment) throws -> [(key: String, salt: String)] {
-        if !key.isEmpty { return Array(zip(key, salt)).map { (key: $0.0, salt: $0.1) } }
-        let keys = environment.list("IMGPROXY_KEY") + environment.list("IMGPROXY_KEYS")
-        let salts = environment.list("IMGPROXY_SALT") + environment.list("IMGPROXY_SALTS")
-        guard keys.count == salts.count else {
-            throw CommandFailure("IMGPROXY_KEY(S) and IMGPROXY_SALT(S) must list as many values")
+    /// The key and salt pairs from the options, else from the environment, each with
+    /// the name of where it was given (for errors: `--key 2`, `IMGPROXY_SALT`).
+    func signaturePairs(_ environment: ImgproxyEnvironment) throws -> [(key: String, salt: String, names: (String, String))] {
+        func named(_ values: [String], _ name: String) -> [(String, String)] {
+            values.enumerated().map { ($1, values.count > 1 ? "\(name) (value \($0 + 1))" : name) }
         }
-        return Array(zip(keys, salts)).map { (key: $0.0, salt: $0.1) }
+        let keys: [(String, String)]
+        let salts: [(String, String)]
+        if !key.isEmpty {
+            keys = key.enumerated().map { ($1, key.count > 1 ? "--key \($0 + 1)" : "--key") }
+            salts = salt.enumerated().map { ($1, salt.count > 1 ? "--salt \($0 + 1)" : "--salt") }
+        } else {
+            keys =
+                named(environment.list("IMGPROXY_KEY"), "IMGPROXY_KEY") + named(environment.list("IMGPROXY_KEYS"), "IMGPROXY_KEYS")
+            salts =
+                named(environment.list("IMGPROXY_SALT"), "IMGPROXY_SALT")
+                + named(environment.list("IMGPROXY_SALTS"), "IMGPROXY_SALTS")
+            guard keys.count == salts.count else {
+                func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+                throw CommandFailure(
+                    "IMGPROXY_KEY and IMGPROXY_KEYS give \(count(keys.count, "key")), IMGPROXY_SALT and "
+                        + "IMGPROXY_SALTS \(count(salts.count, "salt")): give a salt for each key")
+            }
+        }
+        return zip(keys, salts).map { (key: $0.0, salt: $1.0, names: ($0.1, $1.1)) }
+    }
+
+    /// The signature from `pairs`, or an error naming the option or variable at fault
+    /// (never its value: it is a secret).
+    static func signature(_ pairs: [(key: String, salt: String, names: (String, String))], size: Int) throws
+        -> URLSignature
+    {
+        do {
+            return try URLSignature(hexPairs: pairs.map { (key: $0.key, salt: $0.salt) }, size: size)
+        } catch {
+            guard let index = error.pairIndex, pairs.indices.contains(index) else {
+                throw CommandFailure(error.description)
+            }
+            let (name, value) = error.isSalt ? (pairs[index].names.1, pairs[index].salt) : (pairs[index].names.0, pairs[index].key)
+            throw CommandFailure(
+                "\(name) \(value.isEmpty ? "is empty" : "is not hexadecimal"): give an even number of hex digits "
+                    + "(0-9, a-f), as `openssl rand -hex 32` prints")
+        }
     }
 
     /// The settings: each option given, else its `IMGPROXY_*` variable, else its default;
@@ -240,6 +274,14 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--path-prefix must start with /")
         }
         settings.localRoot = localRoot ?? environment.text("IMGPROXY_LOCAL_FILESYSTEM_ROOT")
+        if let root = settings.localRoot {
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
+                let name = localRoot != nil ? "--local-root" : "IMGPROXY_LOCAL_FILESYSTEM_ROOT"
+                let why = FileManager.default.fileExists(atPath: root) ? "is not a folder" : "does not exist"
+                throw CommandFailure("\(name) \(root) \(why): local:/// sources are read from under that folder")
+            }
+        }
         settings.allowSource = allowSource.isEmpty ? environment.list("IMGPROXY_ALLOWED_SOURCES") : allowSource
         settings.maxSrcBytes =
             try maxSrcBytes ?? environment.integer("IMGPROXY_MAX_SRC_FILE_SIZE").flatMap {
@@ -397,11 +439,7 @@ struct ServeCommand: AsyncParsableCommand {
         var configuration = ImageService.Configuration()
         let pairs = try signaturePairs(environment)
         if !pairs.isEmpty {
-            do {
-                configuration.signature = try URLSignature(hexPairs: pairs, size: settings.signatureSize)
-            } catch {
-                throw CommandFailure(error.description)
-            }
+            configuration.signature = try ServeCommand.signature(pairs, size: settings.signatureSize)
         } else if !allowUnsigned {
             throw CommandFailure(
                 "no signing key: give --key and --salt (or IMGPROXY_KEY and IMGPROXY_SALT), or --allow-unsigned")
@@ -455,7 +493,7 @@ struct ServeCommand: AsyncParsableCommand {
                 configuration.watermark = try ImageDecoder().decode(
                     .file(path: path), options: DecodingOptions(frames: .first))
             } catch {
-                throw CommandFailure("cannot read the watermark \(path): \(error)")
+                throw CommandFailure("cannot read the watermark \(path): \(Terminal.describe(error))")
             }
         }
         configuration.watermarkOpacity = settings.watermarkOpacity
@@ -469,7 +507,7 @@ struct ServeCommand: AsyncParsableCommand {
         do {
             service = try ImageService(configuration: configuration)
         } catch {
-            throw CommandFailure("cannot start: \(error)")
+            throw CommandFailure("cannot start: \(Terminal.describe(error))")
         }
         let metricsText: @Sendable () -> String = { registry.emitToString() }
         let (host, port) = (settings.host, settings.port)
@@ -483,7 +521,9 @@ struct ServeCommand: AsyncParsableCommand {
                 Terminal.line("listening on http://\(host):\(bound)")
             },
             logger: Logger(label: "imageloader.http"))
-        var services: [any Service] = [service, app]
+        var services: [any Service] = [
+            service, Listener(server: app, address: "\(host):\(port)", option: "--port (0 picks a free one) or --host"),
+        ]
         if let bind = settings.metricsBind {
             // /metrics alone, on an address scrapers reach and clients do not.
             let metricsRouter = Router()
@@ -492,12 +532,13 @@ struct ServeCommand: AsyncParsableCommand {
                     status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                     body: .init(byteBuffer: ByteBuffer(string: metricsText())))
             }
-            services.append(
+            let metrics =
                 Application(
                     router: metricsRouter, configuration: .init(address: .hostname(bind.host, port: bind.port)),
                     onServerRunning: { channel in
                         Terminal.line("metrics on http://\(bind.host):\(channel.localAddress?.port ?? bind.port)")
-                    }, logger: Logger(label: "imageloader.metrics")))
+                    }, logger: Logger(label: "imageloader.metrics"))
+            services.append(Listener(server: metrics, address: "\(bind.host):\(bind.port)", option: "--metrics-bind"))
         }
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
@@ -505,6 +546,31 @@ struct ServeCommand: AsyncParsableCommand {
                 // flight), then the service and its loader.
                 services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+    }
+}
+
+/// A server of the command, whose failure to listen names its address and the option
+/// that changes it ("cannot listen on 127.0.0.1:8080: the port is in use ...").
+struct Listener: Service {
+    let server: any Service
+    let address: String
+    let option: String
+
+    func run() async throws {
+        do {
+            try await server.run()
+        } catch {
+            guard let code = Terminal.errno(of: error), [EADDRINUSE, EACCES, EADDRNOTAVAIL].contains(code) else {
+                throw error
+            }
+            let why =
+                switch code {
+                case EADDRINUSE: "the port is in use by another program"
+                case EACCES: "ports below 1024 need root (or CAP_NET_BIND_SERVICE)"
+                default: "the address is not one of this machine's"
+                }
+            throw CommandFailure("cannot listen on \(address): \(why); choose another with \(option)")
+        }
     }
 }
 

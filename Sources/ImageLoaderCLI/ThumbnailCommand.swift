@@ -60,7 +60,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
     @Flag(help: "Enlarge images smaller than the box.")
     var upscale = false
 
-    @Flag(help: "Keep every frame of an animation (written formats keep the first).")
+    @Flag(help: "Keep every frame of an animation: GIF and WebP results stay animated (other formats keep the first).")
     var allFrames = false
 
     @OptionGroup(title: "Loading a URL") var loader: LoaderArguments
@@ -103,13 +103,15 @@ struct ThumbnailCommand: AsyncParsableCommand {
         let encoded: EncodedImage
         switch Input(input) {
         case .file(let path) where fullDecode:
-            let image = try ImageDecoder().decode(.file(path: path), options: DecodingOptions(frames: options.frames))
-            encoded = try image.thumbnail(options: options).encoded(as: options.outputFormat)
+            encoded = try Input.naming(path) {
+                let image = try ImageDecoder().decode(.file(path: path), options: DecodingOptions(frames: options.frames))
+                return try image.thumbnail(options: options).encodedKeepingAnimation(as: options.outputFormat)
+            }
         case .file(let path):
-            encoded = try ImageDecoder().encodedThumbnail(.file(path: path), options: options)
+            encoded = try Input.naming(path) { try ImageDecoder().encodedThumbnail(.file(path: path), options: options) }
         case .url:
             let image = try await Input(input).image(decoding: DecodingOptions(), loader: loader)
-            encoded = try image.thumbnail(options: options).encoded(as: options.outputFormat)
+            encoded = try image.thumbnail(options: options).encodedKeepingAnimation(as: options.outputFormat)
         }
         try Terminal.write(encoded.bytes, to: output)
     }

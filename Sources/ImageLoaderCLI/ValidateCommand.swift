@@ -20,7 +20,7 @@ struct ValidateCommand: ParsableCommand {
 
     @Option(
         name: .customLong("accept"),
-        help: "An accepted type (repeatable). Default: the PNG, JPEG, GIF, TIFF, WebP and BMP types.")
+        help: "An accepted type (repeatable; default: the types of \(Terminal.formatNames)).")
     var accepted: [String] = []
 
     @Flag(help: "Also print a line for every good file, on stdout.")

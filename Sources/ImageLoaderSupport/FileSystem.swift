@@ -85,20 +85,25 @@ package enum FileSystem {
         return done
     }
 
+    /// Exactly `count` bytes at `offset`, or `nil` when the file ends first or cannot be read.
+    package static func read(_ descriptor: Int32, count: Int, at offset: Int) -> [UInt8]? {
+        guard count > 0 else { return count == 0 ? [] : nil }
+        var bytes = [UInt8](repeating: 0, count: count)
+        let done = bytes.withUnsafeMutableBytes { buffer -> Int? in
+            guard let base = buffer.baseAddress else { return nil }
+            return try? read(descriptor, into: base, count: count, at: offset)
+        }
+        return done == count ? bytes : nil
+    }
+
     /// The bytes of a regular file no larger than `maxBytes`, or `nil`: a symbolic
     /// link, a device, a folder, a larger file, or one that changes while it is read.
     package static func readRegularFile(_ path: String, maxBytes: Int) -> [UInt8]? {
         guard let (descriptor, size) = try? openRegularFile(path, followingLinks: false) else { return nil }
         defer { try? System.close(descriptor) }
         guard size <= maxBytes else { return nil }
-        var bytes = [UInt8](repeating: 0, count: size)
-        let done = bytes.withUnsafeMutableBytes { buffer -> Int? in
-            guard let base = buffer.baseAddress else { return 0 }
-            return try? read(descriptor, into: base, count: size, at: 0)
-        }
         // Shorter than it said: it changed while it was read.
-        guard done == size else { return nil }
-        return bytes
+        return read(descriptor, count: size, at: 0)
     }
 
     /// A file name no other writer picks: 128 random bits in hex, from the system's

@@ -27,6 +27,10 @@ public struct URLSignature: Sendable {
     public struct InvalidKey: Error, Sendable, CustomStringConvertible {
         /// Which key or salt, and why.
         public let description: String
+        /// The pair at fault, from 0 (`nil` when the signature size is at fault).
+        public var pairIndex: Int? = nil
+        /// Whether the pair's salt is at fault, rather than its key.
+        public var isSalt = false
     }
 
     /// The pairs a signature may be made with; the first signs.
@@ -51,10 +55,11 @@ public struct URLSignature: Sendable {
         var pairs: [Pair] = []
         for (index, pair) in hexPairs.enumerated() {
             guard let key = URLSignature.bytes(hex: pair.key), !key.isEmpty else {
-                throw InvalidKey(description: "key \(index + 1) is not a non-empty hexadecimal string")
+                throw InvalidKey(description: "key \(index + 1) is not a non-empty hexadecimal string", pairIndex: index)
             }
             guard let salt = URLSignature.bytes(hex: pair.salt) else {
-                throw InvalidKey(description: "salt \(index + 1) is not a hexadecimal string")
+                throw InvalidKey(
+                    description: "salt \(index + 1) is not a hexadecimal string", pairIndex: index, isSalt: true)
             }
             pairs.append(Pair(key: key, salt: salt))
         }

@@ -1,4 +1,5 @@
 import Foundation
+import ImageLoaderSupport
 import RasterImage
 import TestOrigin
 import Testing
@@ -72,31 +73,93 @@ struct BatchCommandTests {
         }
     }
 
-    @Test("cache stats, clear by age, purge")
+    @Test("cache verbs remove exactly what their names say; --dry-run lists it and removes nothing; other options are refused")
     func cache() async throws {
-        let origin = try await TestOrigin.start()
-        defer { Task { await origin.stop() } }
         try await Command.withTemporaryDirectory { directory in
-            origin.serve("/c.png", .init(headers: [Self.png, ("Cache-Control", "max-age=600")], body: TestAssets.png))
-            let cache = directory.appendingPathComponent("cache").path
-            _ = try await Command.run(["load", origin.url("/c.png").absoluteString, "--cache-dir", cache])
-            let stats = try await Command.run(["cache", "stats", "--cache-dir", cache])
-            let json = try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as! [String: Any]
-            #expect(json["entries"] as? Int == 1)
-            #expect((json["bytes"] as? Int ?? 0) > TestAssets.png.count)
-            let young = try await Command.run(["cache", "clear", "--older-than", "1d", "--cache-dir", cache])
-            #expect(young.stdout.contains("removed 0 entries"))
-            let all = try await Command.run([
-                "cache", "clear", "--older-than", "0", "--by", "created", "--cache-dir", cache,
-            ])
-            #expect(all.stdout.contains("removed 1 entries"))
-            _ = try await Command.run(["load", origin.url("/c.png").absoluteString, "--cache-dir", cache])
+            let folder = directory.appendingPathComponent("cache").path
+            // Entries written at chosen moments: a clock the cache reads, set back in time.
+            let day: TimeInterval = 86_400
+            let now = Date()
+            let moment = Lock(now)
+            let writer = try DiskCache(directory: folder, clock: { moment.withLock { $0 } })
+            func store(_ name: String, daysAgo: Double) throws {
+                moment.withLock { $0 = now.addingTimeInterval(-daysAgo * day) }
+                let url = "https://example.com/\(name)"
+                let response = StoredResponse(
+                    url: url, status: 200, headers: [HeaderField("Content-Type", "image/png")],
+                    requestTime: moment.withLock { $0 }, responseTime: moment.withLock { $0 })
+                try writer.store(response, body: TestAssets.png)
+            }
+            try store("old.png", daysAgo: 10)
+            try store("week.png", daysAgo: 6)
+            try store("new.png", daysAgo: 0)
+            // First stored 10 days ago, written again (revalidated) a day ago.
+            try store("revalidated.png", daysAgo: 10)
+            moment.withLock { $0 = now.addingTimeInterval(-1 * day) }
+            let first = try #require(writer.storedResponse(for: "https://example.com/revalidated.png"))
+            try writer.update(first)
+            moment.withLock { $0 = now.addingTimeInterval(-9 * day) }
+            try writer.store(
+                FailureRecord(
+                    url: "https://example.com/gone.png", status: 404, message: "404", attempts: 1,
+                    expires: now.addingTimeInterval(60)))
+            writer.flush()
+            let all = [
+                "https://example.com/old.png", "https://example.com/week.png", "https://example.com/new.png",
+                "https://example.com/revalidated.png", "https://example.com/gone.png",
+            ]
+            /// The URLs the cache still holds, read by a new cache on the folder.
+            func held() throws -> Set<String> {
+                Set(try DiskCache(directory: folder).entries().compactMap(\.url))
+            }
+            #expect(try held() == Set(all))
+
+            // A dry run lists exactly what would go, and removes nothing.
+            let dry = try await Command.run(["cache", "prune", "--older-than", "7d", "--dry-run", "--cache-dir", folder])
+            #expect(dry.status == 0, "\(dry.stderr)")
+            let listed = Set(dry.stdout.split(separator: "\n").compactMap { $0.split(separator: " ").last.map(String.init) })
+            #expect(listed.isSuperset(of: ["https://example.com/old.png", "https://example.com/gone.png"]))
+            #expect(!dry.stdout.contains("week.png") && !dry.stdout.contains("new.png"))
+            #expect(!dry.stdout.contains("revalidated.png"))  // written a day ago
+            #expect(dry.stdout.contains("prune would remove 2 entries"), "\(dry.stdout)")
+            #expect(try held() == Set(all))
+
+            // Options a verb does not honour are refused, and nothing is removed.
+            for refused in [
+                ["cache", "purge", "--older-than", "7d"], ["cache", "remove-all", "--older-than", "7d"],
+                ["cache", "clear", "--older-than", "7d"], ["cache", "prune"], ["cache", "prune", "--older-than", "soon"],
+                ["cache", "stats", "--older-than", "7d"], ["cache", "verify", "--by", "created"],
+            ] {
+                let result = try await Command.run(refused + ["--cache-dir", folder])
+                #expect(result.status == 64, "\(refused): \(result.status) \(result.stderr)")
+                #expect(try held() == Set(all), "\(refused)")
+            }
+            let renamed = try await Command.run(["cache", "purge", "--cache-dir", folder])
+            #expect(renamed.stderr.contains("remove-all") && renamed.stderr.contains("prune --older-than"))
+
+            // By last write: the two older than a week, and only those.
+            let pruned = try await Command.run(["cache", "prune", "--older-than", "7d", "--cache-dir", folder])
+            #expect(pruned.stdout.contains("removed 2 entries modified more than 7d ago"), "\(pruned.stdout)")
             #expect(
-                try await Command.run(["cache", "purge", "--cache-dir", cache]).stdout.contains("removed 1 entries"))
-            let empty = try await Command.run(["cache", "stats", "--cache-dir", cache])
-            #expect(empty.stdout.contains("\"entries\":0"))
-            let bad = try await Command.run(["cache", "clear", "--cache-dir", cache])
-            #expect(bad.status != 0)
+                try held()
+                    == ["https://example.com/week.png", "https://example.com/new.png", "https://example.com/revalidated.png"])
+            // By first store: the revalidated one too.
+            let created = try await Command.run([
+                "cache", "prune", "--older-than", "7d", "--by", "created", "--cache-dir", folder,
+            ])
+            #expect(created.stdout.contains("removed 1 entry created more than 7d ago"), "\(created.stdout)")
+            #expect(try held() == ["https://example.com/week.png", "https://example.com/new.png"])
+
+            let stats = try await Command.run(["cache", "stats", "--cache-dir", folder])
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any])
+            #expect(json["entries"] as? Int == 2 && json["failures"] as? Int == 0)
+
+            let dryAll = try await Command.run(["cache", "remove-all", "--dry-run", "--cache-dir", folder])
+            #expect(dryAll.stdout.contains("remove-all would remove 2 entries"), "\(dryAll.stdout)")
+            #expect(try held().count == 2)
+            let removed = try await Command.run(["cache", "remove-all", "--cache-dir", folder])
+            #expect(removed.stdout.contains("removed 2 entries"))
+            #expect(try held().isEmpty)
         }
     }
 
@@ -117,6 +180,11 @@ struct BatchCommandTests {
             bytes[bytes.count - 10] ^= 0x04
             try Data(bytes).write(to: URL(fileURLWithPath: file))
 
+            // A dry run names the damaged entry's file, and removes and counts nothing.
+            let name = DiskCache.hash(of: origin.url("/v.png").absoluteString) + ".response"
+            let dry = try await Command.run(["cache", "verify", "--dry-run", "--cache-dir", cache])
+            #expect(dry.stdout.contains("damaged: \(name)") && dry.stdout.contains("verify would remove 1 entry"))
+            #expect(FileManager.default.fileExists(atPath: file))
             let verify = try await Command.run(["cache", "verify", "--cache-dir", cache])
             #expect(verify.status == 0, "\(verify.stderr)")
             let report = try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as! [String: Any]

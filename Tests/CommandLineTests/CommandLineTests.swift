@@ -243,6 +243,81 @@ struct CommandLineTests {
     }
 }
 
+/// The errors a person meets first: one line on stderr that says what happened to what
+/// (the file, folder, port, option or variable) and, where there is something to do, what.
+@Suite("Errors that say what to do")
+struct ErrorMessageTests {
+    /// A mistake, the words its one line must hold, and the words it must not.
+    struct Case: Sendable, CustomTestStringConvertible {
+        let arguments: [String]
+        var environment: [String: String] = [:]
+        let says: [String]
+        var neverSays: [String] = []
+        var status: Int32 = 1
+        var testDescription: String { arguments.prefix(2).joined(separator: " ") + " " + says[0] }
+    }
+
+    static let notAnImage = Command.fixture("../README.md")
+
+    static let cases: [Case] = [
+        Case(arguments: ["info", notAnImage], says: [notAnImage, "not a supported image format"]),
+        Case(
+            arguments: ["thumbnail", Command.fixture("images/png-rgb8.png"), "--size", "8", "-o", "/nonexistent/out/t.png"],
+            says: ["cannot write /nonexistent/out/t.png", "the folder /nonexistent/out does not exist"]),
+        Case(
+            arguments: ["decode", Command.fixture("images/png-rgb8.png"), "-o", "/nonexistent/out/t.png"],
+            says: ["the folder /nonexistent/out does not exist"]),
+        Case(
+            arguments: ["batch", Command.fixture("images/png-rgb8.png"), "--size", "8", "--out", "/proc/no/out"],
+            says: ["cannot create the output folder /proc/no/out", "no such file or directory"]),
+        Case(
+            arguments: ["serve"], environment: ["IMGPROXY_KEY": "abc", "IMGPROXY_SALT": "0123"],
+            says: ["IMGPROXY_KEY is not hexadecimal", "openssl rand -hex 32"], neverSays: ["abc"]),
+        Case(
+            arguments: ["serve", "--key", "00ff", "--salt", "0x12"], says: ["--salt is not hexadecimal"],
+            neverSays: ["0x12"]),
+        Case(
+            arguments: ["serve"], environment: ["IMGPROXY_KEY": "00ff"],
+            says: ["IMGPROXY_KEY and IMGPROXY_KEYS give 1 key", "give a salt for each key"]),
+        Case(
+            arguments: ["serve", "--allow-unsigned", "--local-root", "/nonexistent/images"],
+            says: ["--local-root /nonexistent/images does not exist"]),
+        Case(
+            arguments: ["load", "http://127.0.0.1:9/a.png", "--cache-dir", "/proc/no/cache"],
+            says: ["cannot open the cache in /proc/no/cache", "--cache-dir"]),
+        Case(arguments: ["cache", "purge", "--older-than", "7d"], says: ["remove-all", "prune"], status: 64),
+    ]
+
+    @Test("each mistake is one line naming what is at fault, with what to do", arguments: cases)
+    func messages(_ mistake: Case) async throws {
+        let result = try await Command.run(mistake.arguments, environment: mistake.environment)
+        #expect(!result.crashed && result.status == mistake.status, "\(result.status) \(result.stderr)")
+        let line = result.stderrLines.first.map(String.init) ?? ""
+        if mistake.status == 1 {
+            #expect(result.stderrLines.count == 1 && line.hasPrefix("imageloader: "), "\(result.stderr)")
+        }
+        for words in mistake.says { #expect(result.stderr.contains(words), "\(words) not in \(result.stderr)") }
+        for words in mistake.neverSays + ["Error Domain", "errno", "NSCocoaErrorDomain", "(error set)"] {
+            #expect(!result.stderr.contains(words), "\(words) in \(result.stderr)")
+        }
+    }
+
+    @Test("serve on a port in use names the port and the option that changes it")
+    func busyPort() async throws {
+        let first = try await ServedProcess.start(["--allow-unsigned"])
+        defer { first.process.terminate() }
+        let second = try await Command.run(["serve", "--allow-unsigned", "--port", String(first.port)])
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("cannot listen on 127.0.0.1:\(first.port): the port is in use"), "\(second.stderr)")
+        #expect(second.stderr.contains("--port") && !second.stderr.contains("errno"))
+        let metrics = try await Command.run([
+            "serve", "--allow-unsigned", "--port", "0", "--metrics-bind", "127.0.0.1:\(first.port)",
+        ])
+        #expect(metrics.status == 1)
+        #expect(metrics.stderr.contains("127.0.0.1:\(first.port)") && metrics.stderr.contains("--metrics-bind"))
+    }
+}
+
 /// Hostile files through the command as a whole process: a typed error or a result,
 /// never a crash, and never more memory than a small constant past the process's own.
 @Suite("Hostile files as a process")

@@ -225,25 +225,41 @@ public final class DiskCache: Sendable {
     /// ```
     @discardableResult
     public func verifyAll() -> (checked: Int, removed: Int) {
-        let names = state.withLock { Array($0.index.keys) }
-        var removed = 0
+        let (checked, damaged) = check(removing: true)
+        return (checked, damaged.count)
+    }
+
+    /// The file names (in the `entries` folder) of the entries ``verifyAll()`` would
+    /// remove: read and checked the same way, but nothing is removed, counted or logged.
+    /// (`imageloader cache verify --dry-run`.)
+    public func damagedEntries() -> [String] {
+        check(removing: false).damaged
+    }
+
+    /// Reads every entry as a load would: how many there are, and the files of those
+    /// damaged or unreadable (removed, counted and logged when `removing`).
+    private func check(removing: Bool) -> (checked: Int, damaged: [String]) {
+        let names = state.withLock { Array($0.index.keys) }.sorted()
+        var damaged: [String] = []
         for name in names {
             let kind: FileKind = name.hasSuffix(FileKind.failure.suffix) ? .failure : .response
             let hash = kind == .failure ? String(name.dropLast(FileKind.failure.suffix.count)) : name
             let file = path(hash, kind)
             let whole = readFile(file).map { bytes -> Bool in
                 let decoded = EntryFile.decode(bytes, kind: kind.entryKind)
-                if case .damaged(let why) = decoded { reportDamage(key: hash, file: hash + kind.suffix, why: why) }
+                if removing, case .damaged(let why) = decoded {
+                    reportDamage(key: hash, file: hash + kind.suffix, why: why)
+                }
                 if case .valid = decoded { return true }
                 return false
             }
             if whole != true {
-                remove(hash: hash, kind: kind)
-                removed += 1
+                damaged.append(hash + kind.suffix)
+                if removing { remove(hash: hash, kind: kind) }
             }
         }
-        flush()
-        return (names.count, removed)
+        if removing { flush() }
+        return (names.count, damaged)
     }
 
     /// Stores (or replaces) the entry for the response's URL, then evicts past the limit.
@@ -398,15 +414,67 @@ public final class DiskCache: Sendable {
     }
 
     /// Removes every entry whose date (`by`) is older than `age` seconds. Returns how many.
+    /// ``entries(olderThan:by:)`` lists the same entries without removing them.
     @discardableResult
     public func removeEntries(olderThan age: TimeInterval, by kind: DateKind) -> Int {
-        let cutoff = clock().timeIntervalSince1970 - age
-        let victims = state.withLock { state in
-            state.index.filter { (kind == .modified ? $0.value.modified : $0.value.created) < cutoff }.map(\.key)
-        }
+        let victims = names(olderThan: age, by: kind)
         for name in victims { removeFile(named: name) }
         flush()
         return victims.count
+    }
+
+    /// One entry of the cache, as ``entries(olderThan:by:)`` lists it.
+    public struct EntryDescription: Sendable, Hashable {
+        /// The URL (the cache key) the entry is for; `nil` when its file cannot be read
+        /// or is damaged (``verifyAll()`` removes such entries).
+        public let url: String?
+        /// Whether the entry is a remembered failure rather than a stored response.
+        public let isFailure: Bool
+        /// Bytes on disk.
+        public let bytes: Int
+        /// When the entry was first stored.
+        public let created: Date
+        /// When the entry was last written.
+        public let modified: Date
+        /// When the entry was last used.
+        public let lastAccess: Date
+        /// The entry's file name in the cache's `entries` folder.
+        public let file: String
+    }
+
+    /// The entries (stored responses and remembered failures), oldest first by `kind`;
+    /// with `age`, only those whose date is more than `age` seconds ago: exactly what
+    /// ``removeEntries(olderThan:by:)`` would remove. Reads each entry's metadata, not its body.
+    ///
+    /// ```swift
+    /// for entry in cache.entries(olderThan: DiskCache.oneWeek, by: .modified) {
+    ///     print(entry.url ?? entry.file, entry.bytes)
+    /// }
+    /// ```
+    public func entries(olderThan age: TimeInterval? = nil, by kind: DateKind = .modified) -> [EntryDescription] {
+        let chosen = age.map { Set(names(olderThan: $0, by: kind)) }
+        let index = state.withLock { $0.index }
+        return index.filter { chosen?.contains($0.key) ?? true }.map { name, entry in
+            let failure = name.hasSuffix(FileKind.failure.suffix)
+            let path = file(named: name)
+            return EntryDescription(
+                url: EntryFile.key(ofFileAt: path, kind: failure ? .failure : .response), isFailure: failure,
+                bytes: entry.size, created: Date(timeIntervalSince1970: entry.created),
+                modified: Date(timeIntervalSince1970: entry.modified),
+                lastAccess: Date(timeIntervalSince1970: entry.lastAccess),
+                file: String(path.dropFirst(entriesDirectory.count + 1)))
+        }.sorted {
+            kind == .modified
+                ? ($0.modified, $0.file) < ($1.modified, $1.file) : ($0.created, $0.file) < ($1.created, $1.file)
+        }
+    }
+
+    /// The index names of the entries whose date (`kind`) is more than `age` seconds ago.
+    private func names(olderThan age: TimeInterval, by kind: DateKind) -> [String] {
+        let cutoff = clock().timeIntervalSince1970 - age
+        return state.withLock { state in
+            state.index.filter { (kind == .modified ? $0.value.modified : $0.value.created) < cutoff }.map(\.key)
+        }
     }
 
     /// Removes everything.
@@ -671,6 +739,25 @@ enum EntryFile {
         bytes += metadata
         bytes += body
         return bytes
+    }
+
+    /// The URL an entry file is for, from its metadata alone (the body is not read),
+    /// or `nil` when the file is not a readable entry of `kind` or its metadata's
+    /// checksum does not match.
+    static func key(ofFileAt path: String, kind: Kind) -> String? {
+        guard let (descriptor, size) = try? FileSystem.openRegularFile(path, followingLinks: false) else { return nil }
+        defer { try? System.close(descriptor) }
+        guard size >= headerSize, let header = FileSystem.read(descriptor, count: headerSize, at: 0),
+            header.starts(with: kind.magic)
+        else { return nil }
+        func little(_ range: Range<Int>) -> UInt32 { header[range].reversed().reduce(0) { $0 << 8 | UInt32($1) } }
+        let metadataCount = Int(little(4..<8))
+        guard metadataCount <= size - headerSize,
+            let metadata = FileSystem.read(descriptor, count: metadataCount, at: headerSize),
+            CRC32C.checksum(metadata) == little(16..<20)
+        else { return nil }
+        struct Keyed: Decodable { var url: String }
+        return (try? JSONDecoder().decode(Keyed.self, from: Data(metadata)))?.url
     }
 
     static func decode(_ bytes: [UInt8], kind: Kind) -> Decoded {

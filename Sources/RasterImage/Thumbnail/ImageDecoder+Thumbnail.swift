@@ -54,7 +54,9 @@ extension ImageDecoder {
         }
     }
 
-    /// The thumbnail encoded in `options.outputFormat`.
+    /// The thumbnail encoded in `options.outputFormat`. With `options.frames` set to
+    /// `.all`, an animation stays animated in GIF and WebP (every frame, its duration
+    /// and the loop count); other formats keep its first frame.
     ///
     /// Throws ``ImageDecodingError`` or ``ImageEncodingError``.
     ///
@@ -62,7 +64,7 @@ extension ImageDecoder {
     /// let jpeg = try ImageDecoder().encodedThumbnail(.data(body), options: ThumbnailOptions(maxPixelSize: 256))
     /// ```
     public func encodedThumbnail(_ source: ImageSource, options: ThumbnailOptions) throws -> EncodedImage {
-        try thumbnail(source, options: options).encoded(as: options.outputFormat)
+        try thumbnail(source, options: options).encodedKeepingAnimation(as: options.outputFormat)
     }
 }
 
