@@ -181,6 +181,40 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
+// Every Swift program in README.md and the DocC articles, built as it is written there
+// (scripts/sync-examples.py copies them into Examples/; DocumentationTests runs them).
+let exampleDependencies: [String: [Target.Dependency]] = [
+    "RasterImage": ["RasterImage"],
+    "ImageLoader": ["ImageLoader", "RasterImage", .product(name: "Logging", package: "swift-log")],
+    "Server": [
+        "ImageLoader", "RasterImage", "ImageService",
+        .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+    ],
+]
+let examples: [(name: String, uses: String)] = [
+    ("ReadmeRasterImage", "RasterImage"), ("ReadmeImageLoader", "ImageLoader"), ("ReadmeImageService", "Server"),
+    ("DocRasterImage", "RasterImage"), ("DocGettingStarted", "RasterImage"), ("DocDecodingAndValidation", "RasterImage"),
+    ("DocThumbnails", "RasterImage"), ("DocFormatsAndLimits", "RasterImage"), ("DocImageLoader", "ImageLoader"),
+    ("DocLoadingAndHTTPCaching", "ImageLoader"), ("DocCachingInDepth", "ImageLoader"),
+    ("DocUsingInAServer", "Server"), ("DocImageService", "Server"),
+]
+package.targets += examples.map { example in
+    .executableTarget(
+        name: example.name, dependencies: exampleDependencies[example.uses] ?? [], path: "Examples/\(example.name)")
+}
+package.targets.append(
+    .testTarget(
+        name: "DocumentationTests",
+        dependencies: [
+            "TestOrigin", "RasterImage", "ImageService",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+        ] + examples.map { .target(name: $0.name) }))
+
 // The libFuzzer targets (Fuzz/), only when scripts/fuzz.sh builds them with
 // -sanitize=fuzzer,address in .build-fuzz: never part of the normal build.
 if ProcessInfo.processInfo.environment["IMAGELOADER_FUZZ"] == "1" {

@@ -2,7 +2,7 @@ import Foundation
 import RasterImage
 
 /// An image the loader obtained, and where it came from.
-public struct LoadedImage: Sendable {
+public struct LoadedImage: Sendable, CustomStringConvertible {
     /// Where the image came from.
     public enum Source: String, Sendable, Hashable, Codable {
         /// The memory cache.
@@ -66,6 +66,12 @@ public struct LoadedImage: Sendable {
         self.url = url
         self.freshness = freshness
         self.encoded = encoded
+    }
+
+    /// One line: the image, where it came from and how fresh it is, and the URL.
+    public var description: String {
+        let stale = freshness == .fresh ? "" : " (\(freshness.rawValue))"
+        return "LoadedImage(\(image) from \(source.rawValue)\(stale): \(url.absoluteString))"
     }
 }
 

@@ -4,13 +4,16 @@ import RasterImage
 
 /// An original's bytes as the origin (or the disk cache) gave them, with the HTTP
 /// metadata a service or a proxy passes on.
-public struct LoadedData: Sendable {
+public struct LoadedData: Sendable, CustomStringConvertible {
+    /// The original's bytes, as the origin sent them.
     public let bytes: [UInt8]
     /// The format the bytes are, from their signature (checked against the accepted types).
     public let format: ImageFormat
     /// The stored response's header fields (Content-Type, ETag, Last-Modified, Cache-Control...).
     public let headers: [HeaderField]
+    /// Where the bytes came from: the disk cache, the network, a revalidation.
     public let source: LoadedImage.Source
+    /// The URL asked for, without its fragment.
     public let url: URL
     /// Seconds the origin's response stays fresh from now, when it states a lifetime
     /// (`max-age` or `Expires`; 0 for `no-cache`, `no-store` or an expired one); `nil`
@@ -23,6 +26,12 @@ public struct LoadedData: Sendable {
 
     /// The first value of a header field, by name, any case.
     public func value(_ name: String) -> String? { headers.first(named: name) }
+
+    /// One line, without the bytes: `LoadedData(jpeg, 183412 bytes from disk: https://...)`.
+    public var description: String {
+        let stale = freshness == .fresh ? "" : " (\(freshness.rawValue))"
+        return "LoadedData(\(format.rawValue), \(bytes.count) bytes from \(source.rawValue)\(stale): \(url.absoluteString))"
+    }
 }
 
 extension ImageLoader {

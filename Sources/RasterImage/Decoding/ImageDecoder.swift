@@ -1,7 +1,7 @@
 import ImageLoaderSupport
 
 /// What a header says about an image, read without decoding its pixels.
-public struct ImageInfo: Sendable, Hashable {
+public struct ImageInfo: Sendable, Hashable, CustomStringConvertible {
     /// The format, from the bytes' signature.
     public let format: ImageFormat
     /// Width in pixels (the canvas, for an animation; the first page, for a TIFF).
@@ -35,6 +35,16 @@ public struct ImageInfo: Sendable, Hashable {
         self.orientation = orientation
         self.loopCount = loopCount
         self.iccProfile = iccProfile
+    }
+
+    /// One line, without the profile's bytes: `ImageInfo(jpeg 6000x4000, opaque, orientation 6, ICC profile 3144 bytes)`.
+    public var description: String {
+        var parts = ["\(format.rawValue) \(width)x\(height)"]
+        if frameCount > 1 { parts.append("\(frameCount) frames") }
+        parts.append(hasAlpha ? "alpha" : "opaque")
+        if orientation != .up { parts.append("orientation \(orientation.rawValue)") }
+        if let iccProfile { parts.append("ICC profile \(iccProfile.count) bytes") }
+        return "ImageInfo(" + parts.joined(separator: ", ") + ")"
     }
 }
 

@@ -129,7 +129,7 @@ public enum OutputFormat: Sendable, Hashable {
 }
 
 /// Encoded bytes and what they are.
-public struct EncodedImage: Sendable, Hashable {
+public struct EncodedImage: Sendable, Hashable, CustomStringConvertible {
     /// The encoded bytes.
     public let bytes: [UInt8]
     /// Their format.
@@ -149,6 +149,9 @@ public struct EncodedImage: Sendable, Hashable {
 
     /// `image/jpeg` and so on.
     public var contentType: String { format.contentType }
+
+    /// One line, without the bytes: `EncodedImage(jpeg 256x171, 9472 bytes)`.
+    public var description: String { "EncodedImage(\(format.rawValue) \(width)x\(height), \(bytes.count) bytes)" }
 }
 
 extension RasterImage {
