@@ -74,6 +74,12 @@ let package = Package(
             name: "CJXL",
             linkerSettings: [.linkedLibrary("jxl")]
         ),
+        // FreeType for the contact sheet's labels: its headers at build time, the library
+        // opened at run time (dlopen) when a label is first drawn.
+        .systemLibrary(
+            name: "CFreeTypeHeaders", pkgConfig: "freetype2", providers: [.apt(["libfreetype-dev"])]
+        ),
+        .target(name: "CFreeType", dependencies: ["CFreeTypeHeaders"], linkerSettings: [.linkedLibrary("dl")]),
         // What the other targets share and users never see (package access only): the
         // lock, the one way to wait, shared work, the scheduler, deadlines.
         .target(name: "ImageLoaderSupport"),
@@ -119,7 +125,7 @@ let package = Package(
         .executableTarget(
             name: "ImageLoaderCLI",
             dependencies: [
-                "ImageLoaderSupport", "RasterImage",
+                "ImageLoaderSupport", "RasterImage", "CFreeType",
                 "ImageLoader",
                 "ImageService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

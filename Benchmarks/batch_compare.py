@@ -3,7 +3,7 @@
 
     python3 Benchmarks/batch_compare.py [--runs N] [--inputs DIR] [--tool PATH]
 
-The images of DIR/small (../shared/bench/make-inputs.sh: 200 JPEGs and PNGs, 640x480 to
+The images of DIR/small (Benchmarks/kit/make-inputs.sh: 200 JPEGs and PNGs, 640x480 to
 1600x1200) are served by a local HTTP server (Python's threaded http.server, in its
 own process). Two ways to get 256 px JPEG thumbnails (quality 85) of all of them:
 
@@ -83,11 +83,11 @@ def main():
         sys.exit(f"batch_compare: {args.tool} is not an executable (see Benchmarks/README.md)")
     for tool in ("curl", "vipsthumbnail"):
         if shutil.which(tool) is None:
-            sys.exit(f"batch_compare: {tool} not found (bash ../shared/bench/setup.sh installs it)")
+            sys.exit(f"batch_compare: {tool} not found (bash Benchmarks/kit/setup.sh installs it)")
     small = os.path.join(args.inputs, "small")
     names = sorted(n for n in os.listdir(small) if not n.startswith(".")) if os.path.isdir(small) else []
     if len(names) != 200:
-        sys.exit(f"batch_compare: {small} should hold 200 images; run ../shared/bench/make-inputs.sh {args.inputs}")
+        sys.exit(f"batch_compare: {small} should hold 200 images; run Benchmarks/kit/make-inputs.sh {args.inputs}")
 
     work = tempfile.mkdtemp(prefix="batch-compare-")
     server, port = start_server(small)

@@ -3,7 +3,7 @@
 
     python3 Benchmarks/decode_compare.py [--runs N] [--inputs DIR] [--tool PATH]
 
-Rows, on the inputs of ../shared/bench/make-inputs.sh (default /tmp/bench):
+Rows, on the inputs of Benchmarks/kit/make-inputs.sh (default /tmp/bench):
   photo.jpg, photo-progressive.jpg  `imageloader decode IN`  against `djpeg -outfile /dev/null IN`
   alpha.png                         `imageloader decode IN`  against `pngdec IN` (the kit's libpng floor)
 
@@ -43,7 +43,7 @@ def main():
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--inputs", default=os.environ.get("BENCH_DIR", "/tmp/bench"))
     parser.add_argument("--tool", default=os.environ.get("IMAGELOADER", os.path.join(ROOT, ".build-release/release/imageloader")))
-    parser.add_argument("--pngdec", default=os.path.join(ROOT, "..", "shared", "bench", "tools", "pngdec"))
+    parser.add_argument("--pngdec", default=os.path.join(HERE, "kit", "tools", "pngdec"))
     args = parser.parse_args()
     for path in (args.tool, args.pngdec):
         if not os.access(path, os.X_OK):
@@ -61,7 +61,7 @@ def main():
     for name, floor, floor_name in cases:
         path = os.path.join(args.inputs, name)
         if not os.path.exists(path):
-            sys.exit(f"decode_compare: {path} missing; run ../shared/bench/make-inputs.sh {args.inputs}")
+            sys.exit(f"decode_compare: {path} missing; run Benchmarks/kit/make-inputs.sh {args.inputs}")
         commands = [("imageloader decode", [args.tool, "decode", path]), (floor_name, floor + [path])]
         for _, command in commands:  # warm-up
             run(command)

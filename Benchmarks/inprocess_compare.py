@@ -16,7 +16,7 @@ encode alike: JPEG quality 85 with optimised Huffman tables (our default; pyvips
 asked for optimize_coding), WebP quality 80 at effort 4. Each process first makes
 thumbnails of 20 files untimed, then times one pass over all of them.
 
-Inputs: DIR/small from ../shared/bench/make-inputs.sh (200 files, 640x480 to
+Inputs: DIR/small from Benchmarks/kit/make-inputs.sh (200 files, 640x480 to
 1600x1200, 70% JPEG, 30% PNG), and PHOTOS: 2000x1500 JPEGs and PNGs made as
 serve_compare.py makes them (30 of each by default here).
 
@@ -68,7 +68,7 @@ def ensure_driver(path):
 
 
 def ensure_inputs(inputs, photos, photo_count):
-    kit = os.path.join(ROOT, "..", "shared", "bench")
+    kit = os.path.join(HERE, "kit")
     if shutil.which("convert-im6.q16") is None:
         sh(["bash", os.path.join(kit, "setup.sh")])  # ImageMagick, for both sets
     if not os.path.isdir(os.path.join(inputs, "small")):

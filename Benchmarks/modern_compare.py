@@ -3,7 +3,7 @@
 
     python3 Benchmarks/modern_compare.py [--runs N] [--inputs DIR] [--tool PATH] [--only SECTION]
 
-Inputs: a 12-megapixel crop (4000x3000) of the kit's photo.jpg (../shared/bench/
+Inputs: a 12-megapixel crop (4000x3000) of the kit's photo.jpg (Benchmarks/kit/
 make-inputs.sh, default /tmp/bench), encoded by the formats' own tools into
 photo.heic (heif-enc -q 80), photo.avif (avifenc -s 6 --min 20 --max 30), photo.jxl
 (cjxl -d 1) and photo-lossless.jxl (cjxl -d 0); a 48-megapixel HEIC grid of 512-pixel
@@ -58,7 +58,7 @@ def run(command, env=None):
 def prepare(inputs, work):
     photo = os.path.join(inputs, "photo.jpg")
     if not os.path.exists(photo):
-        sys.exit(f"modern_compare: {photo} missing (run ../shared/bench/make-inputs.sh {inputs})")
+        sys.exit(f"modern_compare: {photo} missing (run Benchmarks/kit/make-inputs.sh {inputs})")
     png = os.path.join(work, "photo12.png")
     if not os.path.exists(png):
         subprocess.run(["convert-im6.q16", photo, "-crop", "4000x3000+1000+500", "+repage", png], check=True)

@@ -6,7 +6,7 @@
 
 Method, after imgproxy's image-servers-benchmark:
   inputs    100 JPEG (q90) and 100 PNG (RGB) photo-like images of 2000x1500, made with
-            ImageMagick as ../shared/bench/make-inputs.sh makes its photos (plasma, blur,
+            ImageMagick as Benchmarks/kit/make-inputs.sh makes its photos (plasma, blur,
             noise), kept in DIR/inputs;
   origin    nginx serves them as static files; /jpeg/K/pNNN.jpg is pNNN.jpg for any K,
             so every request names a distinct source URL and nothing is cached anywhere;

@@ -5,7 +5,10 @@ set -euo pipefail
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
-packages=(libpng-dev libgif-dev libtiff-dev libwebp-dev liblcms2-dev libdeflate-dev libisal-dev libheif-dev libavif-dev libjxl-dev pkg-config)
+# The codecs, Little CMS, the inflaters; FreeType's headers and the DejaVu fonts for the
+# contact sheets' labels (FreeType itself is opened at run time, only for a sheet).
+packages=(libpng-dev libgif-dev libtiff-dev libwebp-dev liblcms2-dev libdeflate-dev libisal-dev libheif-dev libavif-dev
+  libjxl-dev libfreetype-dev fonts-dejavu-core pkg-config)
 missing=()
 for package in "${packages[@]}"; do
   installed "$package" || missing+=("$package")

@@ -7,7 +7,8 @@
 #   scripts/serve-cluster.sh install       # only install nginx, wrk and curl when missing
 #
 # Environment: CLUSTER_PORT (nginx, default 8080), INSTANCE_PORTS (default "8081 8082"),
-# IMAGELOADER (the binary; default: a release build), SERVE_ARGS (more arguments for
+# IMAGELOADER (the binary; default: .build-release/release/imageloader, as scripts/demo.sh
+# builds it), SERVE_ARGS (more arguments for
 # every instance, e.g. "--allow-unsigned --local-root /srv/images"). Installs nginx,
 # wrk and curl with apt-get when they are missing. DIR (default .build/cluster) holds the
 # configuration, the caches, the pid files and the logs.
@@ -70,8 +71,9 @@ start() {
     nginx_binary=$(command -v nginx || echo /usr/sbin/nginx)
     local binary=${IMAGELOADER:-}
     if [ -z "$binary" ]; then
-        (cd "$root" && swift build -c release --product imageloader >&2)
-        binary=$root/.build/release/imageloader
+        # The release binary scripts/demo.sh made (built now, the same way, when missing).
+        binary=$root/.build-release/release/imageloader
+        [ -x "$binary" ] || bash "$root/scripts/build-release.sh" >&2
     fi
     stop
     mkdir -p "$dir/logs" "$dir/tmp" "$dir/nginx-cache"

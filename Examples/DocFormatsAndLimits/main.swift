@@ -7,5 +7,5 @@ do {
     _ = try ImageDecoder().decode(.file(path: "photo.jpg"), options: options)
 } catch {
     if case .tooManyPixels = error.reason { print("refused before any allocation") }  // typed: ImageDecodingError
-    print(error)     // "JPEG is 1024x683, more than the limit of 100000 pixels"
+    print(error)     // "JPEG is 600x400, more than the limit of 100000 pixels"
 }

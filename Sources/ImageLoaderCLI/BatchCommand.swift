@@ -112,7 +112,14 @@ enum BatchReport {
     }
 
     static func writeSheet(_ summary: BatchSummary, to path: String, size: Int) throws {
-        guard let sheet = ContactSheet(cellSize: size).render(summary.written) else {
+        let entries = summary.written.map { written in
+            let source = written.image.format.map { $0.displayName + " → " } ?? ""
+            return SheetEntry(
+                title: URL(fileURLWithPath: written.input).lastPathComponent,
+                details: ["\(source)\(written.format.displayName), \(written.image.width)x\(written.image.height)"],
+                image: written.image)
+        }
+        guard let sheet = ContactSheet(cellSize: size).render(entries) else {
             throw CommandFailure("no thumbnails for the contact sheet")
         }
         try Terminal.write(try PNGEncoder().encode(sheet), to: path)

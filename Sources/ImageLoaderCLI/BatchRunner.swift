@@ -88,7 +88,8 @@ struct BatchSummary: Sendable {
     var bySource: [LoadedImage.Source: Int] = [:]
     var failures: [(input: String, reason: String)] = []
     var elapsed: Duration = .zero
-    var written: [(name: String, image: RasterImage)] = []
+    /// The thumbnails kept for a contact sheet: the output's name, the input, the format written.
+    var written: [(name: String, input: String, format: ImageFormat, image: RasterImage)] = []
 
     var total: Int { succeeded + failures.count }
 }
@@ -122,10 +123,10 @@ struct BatchRunner {
             for await (index, outcome) in group {
                 let item = items[index]
                 switch outcome {
-                case .written(let name, let loaded):
+                case .written(let name, let format, let loaded):
                     summary.succeeded += 1
                     summary.bySource[loaded.source, default: 0] += 1
-                    if keepsImages { summary.written.append((name, loaded.image)) }
+                    if keepsImages { summary.written.append((name, item.input, format, loaded.image)) }
                     progress.finished(item.input, source: loaded.source.rawValue, failed: false)
                 case .failed(let reason):
                     summary.failures.append((item.input, reason))
@@ -145,7 +146,7 @@ struct BatchRunner {
 
     /// What became of one item.
     enum Outcome: Sendable {
-        case written(name: String, LoadedImage)
+        case written(name: String, format: ImageFormat, LoadedImage)
         case failed(reason: String)
     }
 
@@ -172,7 +173,7 @@ struct BatchRunner {
                 try FileSystem.writeAtomically(
                     encoded.bytes, to: directory + "/" + name,
                     through: directory + "/." + FileSystem.temporaryName(), permissions: 0o666)
-                return (index, .written(name: name, loaded))
+                return (index, .written(name: name, format: encoded.format, loaded))
             } catch {
                 return (index, .failed(reason: "cannot write: \(Terminal.describe(error))"))
             }

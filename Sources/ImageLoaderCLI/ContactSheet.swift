@@ -1,39 +1,66 @@
 import RasterImage
 
-/// A grid of thumbnails with their names under them, for a person to look at.
+/// One picture of a contact sheet: the thumbnail, its name, and lines about it.
+struct SheetEntry {
+    var title: String
+    var details: [String] = []
+    var image: RasterImage
+}
+
+/// A grid of thumbnails with labels under them, for a person to look at: each in a card,
+/// centred in a square of `cellSize`, its name in bold and its details below, in a real
+/// font where one is installed (``LabelFont``).
 struct ContactSheet {
     let cellSize: Int
-    var padding = 10
-    var labelHeight = 12
-    var background: (UInt8, UInt8, UInt8) = (236, 236, 236)
+    var heading: String?
+    var gap = 16
+    var background: (UInt8, UInt8, UInt8) = (238, 238, 236)
 
     /// The sheet, `columns` wide (chosen from the count when `nil`).
-    func render(_ entries: [(name: String, image: RasterImage)], columns: Int? = nil) -> RasterImage? {
+    func render(_ entries: [SheetEntry], columns: Int? = nil) -> RasterImage? {
         guard !entries.isEmpty else { return nil }
+        let titleFont = LabelFont(pixels: max(12, min(16, cellSize / 12)), bold: true)
+        let detailFont = LabelFont(pixels: max(11, min(13, cellSize / 15)))
+        let headingFont = LabelFont(pixels: 22, bold: true)
         let columns = max(
             1, min(entries.count, columns ?? Int((Double(entries.count) * 1.4).squareRoot().rounded(.up))))
         let rows = (entries.count + columns - 1) / columns
-        let cellWidth = cellSize + padding
-        let cellHeight = cellSize + labelHeight + padding
-        let width = columns * cellWidth + padding
-        let height = rows * cellHeight + padding
+        let inset = 8
+        let lines = entries.map(\.details.count).max() ?? 0
+        let labelHeight = inset + titleFont.lineHeight + lines * detailFont.lineHeight + inset
+        let cardWidth = cellSize + 2 * inset
+        let cardHeight = inset + cellSize + labelHeight
+        let top = gap + (heading == nil ? 0 : headingFont.lineHeight + gap / 2)
+        let width = columns * (cardWidth + gap) + gap
+        let height = top + rows * (cardHeight + gap)
         var canvas = Canvas(width: width, height: height, color: background)
+        if let heading {
+            canvas.text(
+                headingFont.fitting(heading, width: width - 2 * gap), x: gap, baseline: gap + headingFont.ascender,
+                font: headingFont, color: (30, 30, 30))
+        }
         for (index, entry) in entries.enumerated() {
-            let x = padding + (index % columns) * cellWidth
-            let y = padding + (index / columns) * cellHeight
+            let x = gap + (index % columns) * (cardWidth + gap)
+            let y = top + (index / columns) * (cardHeight + gap)
+            canvas.fill(x: x, y: y, width: cardWidth, height: cardHeight, color: (255, 255, 255))
             let image = entry.image.straightAlpha()
             // Centred in its square, over a checkerboard where it is transparent.
-            let left = x + (cellSize - min(image.width, cellSize)) / 2
-            let top = y + (cellSize - min(image.height, cellSize)) / 2
-            canvas.draw(image, x: left, y: top, maxWidth: cellSize, maxHeight: cellSize)
-            canvas.text(label(entry.name, fitting: cellSize), x: x, y: y + cellSize + 3, color: (40, 40, 40))
+            let left = x + inset + (cellSize - min(image.width, cellSize)) / 2
+            let imageTop = y + inset + (cellSize - min(image.height, cellSize)) / 2
+            canvas.draw(image, x: left, y: imageTop, maxWidth: cellSize, maxHeight: cellSize)
+            var baseline = y + inset + cellSize + inset + titleFont.ascender
+            canvas.text(
+                titleFont.fitting(entry.title, width: cellSize), x: x + inset, baseline: baseline, font: titleFont,
+                color: (25, 25, 25))
+            baseline += titleFont.lineHeight - titleFont.ascender + detailFont.ascender
+            for line in entry.details {
+                canvas.text(
+                    detailFont.fitting(line, width: cellSize), x: x + inset, baseline: baseline, font: detailFont,
+                    color: (90, 90, 90))
+                baseline += detailFont.lineHeight
+            }
         }
         return RasterImage(width: width, height: height, pixels: canvas.pixels, hasAlpha: false)
-    }
-
-    private func label(_ name: String, fitting width: Int) -> String {
-        let characters = max(1, width / BitmapFont.advance)
-        return name.count <= characters ? name : String(name.prefix(characters - 1)) + "~"
     }
 }
 
@@ -70,18 +97,37 @@ struct Canvas {
         }
     }
 
-    /// Draws text in the bitmap font, its top left at (x, y).
-    mutating func text(_ text: String, x: Int, y: Int, color: (UInt8, UInt8, UInt8)) {
-        for (index, character) in text.enumerated() {
-            let left = x + index * BitmapFont.advance
-            for gy in 0..<BitmapFont.glyphHeight {
-                for gx in 0..<BitmapFont.glyphWidth where BitmapFont.isSet(character, x: gx, y: gy) {
-                    let (px, py) = (left + gx, y + gy)
-                    guard px >= 0, px < width, py >= 0, py < height else { continue }
+    /// Fills a rectangle, clipped to the canvas.
+    mutating func fill(x: Int, y: Int, width w: Int, height h: Int, color: (UInt8, UInt8, UInt8)) {
+        for row in max(0, y)..<min(height, y + h) {
+            for column in max(0, x)..<min(width, x + w) {
+                let d = (row * width + column) * 4
+                (pixels[d], pixels[d + 1], pixels[d + 2]) = color
+            }
+        }
+    }
+
+    /// Draws `text` in `font`, its baseline at `baseline`, starting at `x`: each glyph's
+    /// coverage blends `color` over what is there.
+    mutating func text(_ text: String, x: Int, baseline: Int, font: LabelFont, color: (UInt8, UInt8, UInt8)) {
+        var pen = x
+        let ink = [UInt32(color.0), UInt32(color.1), UInt32(color.2)]
+        for scalar in text.unicodeScalars {
+            let glyph = font.glyph(scalar)
+            for row in 0..<glyph.rows {
+                let py = baseline - glyph.top + row
+                guard py >= 0, py < height else { continue }
+                for column in 0..<glyph.width {
+                    let px = pen + glyph.left + column
+                    let alpha = UInt32(glyph.coverage[row * glyph.width + column])
+                    guard px >= 0, px < width, alpha > 0 else { continue }
                     let d = (py * width + px) * 4
-                    (pixels[d], pixels[d + 1], pixels[d + 2]) = color
+                    for c in 0..<3 {
+                        pixels[d + c] = UInt8((ink[c] * alpha + UInt32(pixels[d + c]) * (255 - alpha) + 127) / 255)
+                    }
                 }
             }
+            pen += glyph.advance
         }
     }
 }

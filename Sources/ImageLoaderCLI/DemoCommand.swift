@@ -10,13 +10,14 @@ import RasterImage
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "The main job on the bundled images: serve them over HTTP, thumbnail them twice, cold then warm.",
+        abstract: "The main job on a folder of images: serve them over HTTP, thumbnail them twice, cold then warm.",
         discussion: """
-            Serves the images (default: the repository's Fixtures/images) from an HTTP server inside \
-            this process, with ETags and max-age, then runs the batch against it twice: cold (every \
-            image downloaded) and warm (a new loader on the same cache folder, as after a restart). \
-            Prints what came from where and how long each pass took, and writes the thumbnails and a \
-            contact sheet to --out.
+            Serves the images (scripts/demo.sh gives photographs in every format; by default the \
+            repository's Fixtures/images) from an HTTP server inside this process, with ETags and \
+            max-age, then runs the batch against it twice: cold (every image downloaded) and warm (a \
+            new loader on the same cache folder, as after a restart). Prints what came from where and \
+            how long each pass took, then how long each file's thumbnail takes from its bytes, and \
+            writes the thumbnails and a contact sheet to --out.
             """
     )
 
@@ -25,7 +26,7 @@ struct DemoCommand: AsyncParsableCommand {
     var images: String?
 
     @Option(help: "The longest side of the thumbnails.")
-    var size = 128
+    var size = 256
 
     @Option(help: "Where the thumbnails and the contact sheet go.")
     var out = "demo-output"
@@ -69,10 +70,60 @@ struct DemoCommand: AsyncParsableCommand {
             print("pass \(pass), \(label): " + BatchReport.text(summary, outputDirectory: out + "/" + label))
             last = summary
         }
-        let sheet = out + "/sheet.png"
-        try BatchReport.writeSheet(last, to: sheet, size: size)
-        print("contact sheet: \(sheet)")
         print("requests the server answered: \(server.requests) (\(server.notModified) with 304)")
+        let timed = try timings(folder: folder, names: names, options: options)
+        print("each thumbnail from its file's bytes, in this process (median of \(DemoCommand.rounds)):")
+        for entry in timed { print("  " + entry.line) }
+        let sheet = out + "/sheet.png"
+        let heading =
+            "\(timed.count) images, thumbnails of \(size) px: upright, sRGB, times from the bytes in memory"
+        guard let picture = ContactSheet(cellSize: size, heading: heading).render(timed.map(\.entry)) else {
+            throw CommandFailure("\(folder): no thumbnails for the contact sheet")
+        }
+        try Terminal.write(try PNGEncoder().encode(picture), to: sheet)
+        print("contact sheet: \(sheet)")
+        _ = last
+    }
+
+    /// Runs of each thumbnail timed; the median is reported.
+    static let rounds = 3
+
+    /// Each file's thumbnail made from its bytes, timed, for the table and the sheet.
+    func timings(folder: String, names: [String], options: ThumbnailOptions) throws -> [(
+        line: String, entry: SheetEntry
+    )] {
+        let decoder = ImageDecoder()
+        var rows: [(line: String, entry: SheetEntry)] = []
+        let width = names.map(\.count).max() ?? 0
+        for name in names {
+            guard let data = FileManager.default.contents(atPath: folder + "/" + name),
+                let info = try? decoder.info(.data(data))
+            else { continue }
+            var times: [Duration] = []
+            var thumbnail: RasterImage?
+            for _ in 0..<DemoCommand.rounds {
+                let start = ContinuousClock.now
+                thumbnail = try Input.naming(name) { try decoder.thumbnail(.data(data), options: options) }
+                times.append(ContinuousClock.now - start)
+            }
+            guard let thumbnail else { continue }
+            let median = times.sorted()[times.count / 2]
+            let milliseconds = Double(median.components.attoseconds) / 1e15 + Double(median.components.seconds) * 1000
+            let frames = info.frameCount > 1 ? ", \(info.frameCount) frames" : ""
+            let source = "\(info.format.displayName) \(info.width)×\(info.height)\(frames), \(DemoCommand.size(data.count))"
+            let made = "\(thumbnail.width)×\(thumbnail.height) in \(String(format: "%.1f", milliseconds)) ms"
+            let padded = name + String(repeating: " ", count: width - name.count)
+            rows.append(
+                ("\(padded)  \(source) -> \(made)", SheetEntry(title: name, details: [source, made], image: thumbnail)))
+        }
+        return rows
+    }
+
+    /// Bytes in words: 812 B, 76 KB, 1.2 MB.
+    static func size(_ bytes: Int) -> String {
+        if bytes < 1000 { return "\(bytes) B" }
+        if bytes < 1_000_000 { return "\(bytes / 1000) KB" }
+        return String(format: "%.1f MB", Double(bytes) / 1e6)
     }
 
     /// Fixtures/images, from the current folder up, or from the executable's folder up.

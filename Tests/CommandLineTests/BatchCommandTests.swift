@@ -213,7 +213,14 @@ struct BatchCommandTests {
             #expect(result.stdout.contains("pass 2, warm: \(count) of \(count) thumbnails"))
             #expect(result.stdout.contains("from memory 0, disk \(count)"))
             #expect(result.stdout.contains("requests the server answered: \(count)"))
-            #expect(FileManager.default.fileExists(atPath: out + "/sheet.png"))
+            // Each file's thumbnail timed, its format and size named; the sheet holds them all.
+            #expect(result.stdout.contains("each thumbnail from its file's bytes"))
+            #expect(result.stdout.contains("gif-animation.gif"), "\(result.stdout)")
+            #expect(result.stdout.contains("GIF 48×32, 5 frames"), "\(result.stdout)")
+            // Stored on its side (orientation 6): the thumbnail is upright.
+            #expect(result.stdout.contains(#/jpeg-orientation6\.jpg +JPEG 48×32, 1 KB -> 32×48 in /#))
+            let sheet = try ImageDecoder().info(.file(path: out + "/sheet.png"))
+            #expect(sheet.format == .png && sheet.width > 48 * 4 && sheet.height > 48 * 4)
             #expect(try FileManager.default.contentsOfDirectory(atPath: out + "/warm").count == count)
         }
     }

@@ -537,7 +537,8 @@ struct ServeCommandTests {
     func networkSafety() async throws {
         let origin = try await TestOrigin.start()
         defer { Task { await origin.stop() } }
-        origin.serve("/a.png", .init(headers: [("Content-Type", "image/png")], body: TestAssets.png))
+        origin.serve(
+            "/a.png", .init(headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=3600")], body: TestAssets.png))
         // 127.0.0.2 is loopback too, but not the address allowed below.
         origin.serve("/hop", .init(status: 302, headers: [("Location", "http://127.0.0.2:\(origin.port)/a.png")]))
         // (A refused source answers at once; the timeout only keeps a regression from hanging.)
@@ -556,12 +557,22 @@ struct ServeCommandTests {
             }
             #expect(origin.count("/a.png") == 0)
         }
-        try await serving(["--allow-unsigned", "--allow-address", "127.0.0.1"]) { server in
-            let direct = try await server.get("/insecure/w:10/plain/" + origin.url("/a.png").absoluteString)
-            #expect(direct.status == 200)
-            let redirected = try await server.get("/insecure/w:10/plain/" + origin.url("/hop").absoluteString)
-            #expect(redirected.status == 403, "\(redirected.status) \(redirected.text)")
-            #expect(origin.count("/hop") == 1 && origin.count("/a.png") == 1)
+        try await Command.withTemporaryDirectory { directory in
+            let cache = ["--cache-dir", directory.path]
+            try await serving(["--allow-unsigned", "--allow-address", "127.0.0.1"] + cache) { server in
+                let direct = try await server.get("/insecure/w:10/plain/" + origin.url("/a.png").absoluteString)
+                #expect(direct.status == 200)
+                let redirected = try await server.get("/insecure/w:10/plain/" + origin.url("/hop").absoluteString)
+                #expect(redirected.status == 403, "\(redirected.status) \(redirected.text)")
+                #expect(origin.count("/hop") == 1 && origin.count("/a.png") == 1)
+            }
+            // An instance that refuses loopback does not serve what one that allowed it
+            // stored in the cache folder they share.
+            try await serving(["--allow-unsigned"] + cache) { server in
+                let cached = try await server.get("/insecure/w:11/plain/" + origin.url("/a.png").absoluteString)
+                #expect(cached.status == 403, "\(cached.status) \(cached.text)")
+                #expect(origin.count("/a.png") == 1)
+            }
         }
     }
 

@@ -268,6 +268,50 @@ struct HardeningTests {
     }
 
     @Test(
+        "a disk entry is used under an address filter only when it came from addresses the filter allows now"
+    )
+    func storedEntriesAndTheFilter() async throws {
+        try await withOrigin { origin, harness in
+            origin.serve(
+                "/cached.png",
+                .init(headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=600")], body: TestImages.png))
+            let url = origin.url("/cached.png")
+            // Given an entry stored by a loader without a filter (a process whose policy was looser),
+            let open = try harness.loader()
+            #expect(try await open.image(for: url).source == .networkToDisk)
+            try await open.shutdown()
+            // when a loader on the same folder refuses loopback, it does not serve the stored
+            // bytes: it asks again, through its filter, and is refused.
+            let strict = try harness.loader { $0.http.addressFilter = { _ in false } }
+            let refused = await strict.loadError(url)
+            guard case .forbiddenAddress = refused?.reason else {
+                Issue.record("\(String(describing: refused))")
+                return
+            }
+            #expect(origin.count("/cached.png") == 1)
+            try await strict.shutdown()
+            // A loader whose filter allows the address asks once (the entry's addresses
+            // were unknown), records them, and from then on answers from disk.
+            let allowing = try harness.loader { $0.http.addressFilter = { $0 == "127.0.0.1" } }
+            #expect(try await allowing.image(for: url).source == .networkToDisk)
+            #expect(origin.count("/cached.png") == 2)
+            try await allowing.shutdown()
+            let restarted = try harness.loader { $0.http.addressFilter = { $0 == "127.0.0.1" } }
+            #expect(try await restarted.image(for: url).source == .disk)
+            #expect(origin.count("/cached.png") == 2)
+            #expect(harness.storedResponse(url)?.connectedAddresses == ["127.0.0.1"])
+            try await restarted.shutdown()
+            // And a stricter filter on the entry it recorded refuses it again.
+            let stricter = try harness.loader { $0.http.addressFilter = { $0 == "10.0.0.1" } }
+            guard case .forbiddenAddress = await stricter.loadError(url)?.reason else {
+                Issue.record("a stored entry from 127.0.0.1 was served under a filter refusing it")
+                return
+            }
+            #expect(origin.count("/cached.png") == 2)
+        }
+    }
+
+    @Test(
         "with an address filter, host names are resolved on the loader's own threads, not NIO's shared pool",
         .timeLimit(.minutes(1)))
     func resolvesOnOwnThreads() async throws {

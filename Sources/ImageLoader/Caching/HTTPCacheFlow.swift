@@ -91,7 +91,7 @@ struct HTTPCacheFlow<Maker: CachedProductMaking>: Sendable {
         var found = memory
         if found == nil { found = try await diskEntry() }
         try await checkRememberedFailure()
-        guard let entry = found else { return .miss }
+        guard let entry = found, cameFromAllowedAddresses(entry.response) else { return .miss }
         let evaluation = policy.evaluate(entry.response, now: context.now)
         let usable =
             switch cachePolicy {
@@ -103,6 +103,18 @@ struct HTTPCacheFlow<Maker: CachedProductMaking>: Sendable {
         let why = evaluation.isFresh ? "revalidation asked for" : "stale (age \(evaluation.age.rounded(.down)) s)"
         return .stale(
             entry, whileRevalidating: cachePolicy == .useCache && evaluation.mayServeWhileRevalidating, why: why)
+    }
+
+    /// Whether a stored response may be used under this loader's address filter: with
+    /// one, only when every address it came from is known and allowed now. An entry
+    /// another process stored under a looser filter (or none), or before the filter
+    /// tightened, is a miss: the request goes out again, through the filter.
+    private func cameFromAllowedAddresses(_ response: StoredResponse) -> Bool {
+        guard context.configuration.dataLoader == nil, let filter = context.configuration.http.addressFilter else {
+            return true
+        }
+        guard let addresses = response.connectedAddresses, !addresses.isEmpty else { return false }
+        return addresses.allSatisfy(filter)
     }
 
     /// The entry's product, made from its body when it has none yet. `nil` when the
@@ -151,7 +163,7 @@ struct HTTPCacheFlow<Maker: CachedProductMaking>: Sendable {
             }
             let updated = policy.updating(
                 cached.response, with: response.headers, requestTime: response.requestTime,
-                responseTime: response.responseTime)
+                responseTime: response.responseTime, connectedAddresses: response.connectedAddresses)
             cached.response = updated
             context.metrics.notModified()
             guard let product = try await product(of: &cached) else { return try await fetch(revalidating: nil) }
@@ -170,6 +182,7 @@ struct HTTPCacheFlow<Maker: CachedProductMaking>: Sendable {
         var stored = StoredResponse(
             url: storageName, status: response.status, headers: response.headers,
             requestTime: response.requestTime, responseTime: response.responseTime)
+        stored.connectedAddresses = response.connectedAddresses
         stored.varyingRequestHeaders = policy.varyingRequestHeaders(for: stored, requestHeaders: headers)
         let (storable, entry, logger) = (policy.isStorable(stored), stored, context.logger)
         let written = await writeOnce(download) { disk, name, urlText in

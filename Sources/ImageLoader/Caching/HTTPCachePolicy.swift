@@ -152,15 +152,17 @@ struct HTTPCachePolicy: Sendable {
     /// The stored response updated by a 304 (RFC 9111 §3.2, §4.3.4): its header fields
     /// replace the stored ones (except Content-Length and hop-by-hop fields), and the
     /// exchange's times become the response's, so its age starts again.
-    func updating(_ response: StoredResponse, with notModified: [HeaderField], requestTime: Date, responseTime: Date)
-        -> StoredResponse
-    {
+    func updating(
+        _ response: StoredResponse, with notModified: [HeaderField], requestTime: Date, responseTime: Date,
+        connectedAddresses: [String]? = nil
+    ) -> StoredResponse {
         let updates = notModified.filter { !HTTPCachePolicy.notUpdatedBy304.contains($0.name.lowercased()) }
         let replaced = Set(updates.map { $0.name.lowercased() })
         var updated = response
         updated.headers = response.headers.filter { !replaced.contains($0.name.lowercased()) } + updates
         updated.requestTime = requestTime
         updated.responseTime = responseTime
+        updated.connectedAddresses = connectedAddresses
         return updated
     }
 }

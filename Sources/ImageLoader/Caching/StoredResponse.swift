@@ -49,6 +49,10 @@ public struct StoredResponse: Codable, Sendable, Hashable {
     public var requestTime: Date
     /// When that response arrived.
     public var responseTime: Date
+    /// The addresses the response (or its last revalidation) came from, through every
+    /// redirect, when they were checked against an address filter; `nil` when unknown
+    /// (entries stored without a filter, or before this was kept).
+    public var connectedAddresses: [String]?
 
     /// A stored response as the disk cache keeps it.
     public init(

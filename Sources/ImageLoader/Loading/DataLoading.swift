@@ -28,15 +28,24 @@ public struct DataResponse: Sendable, Hashable {
     public var requestTime: Date
     /// When the response arrived.
     public var responseTime: Date
+    /// The addresses connected to, the request's and each redirect's, when the loader
+    /// checked them against an address filter (``HTTPDataLoader/Configuration/addressFilter``);
+    /// `nil` when it did not. Stored with the response, so that a cache hit is judged by
+    /// the filter of the loader that reads it, not of the one that stored it.
+    public var connectedAddresses: [String]?
 
     /// A response, with the times the cache's age calculation needs.
-    public init(url: URL, status: Int, headers: [HeaderField], body: [UInt8], requestTime: Date, responseTime: Date) {
+    public init(
+        url: URL, status: Int, headers: [HeaderField], body: [UInt8], requestTime: Date, responseTime: Date,
+        connectedAddresses: [String]? = nil
+    ) {
         self.url = url
         self.status = status
         self.headers = headers
         self.body = body
         self.requestTime = requestTime
         self.responseTime = responseTime
+        self.connectedAddresses = connectedAddresses
     }
 
     /// The first value of the header field `name`, any case.

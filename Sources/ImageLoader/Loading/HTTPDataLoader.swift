@@ -124,9 +124,9 @@ public final class HTTPDataLoader: DataLoading {
 
     /// The client for a request to `url`: the shared one, or, with an address filter,
     /// one pinned to the first allowed address of the URL's host (resolved now, for
-    /// this hop).
-    private func client(for url: URL, key: String) async throws -> HTTPClient {
-        guard let filter = configuration.addressFilter, let pinned else { return client }
+    /// this hop), and that address.
+    private func client(for url: URL, key: String) async throws -> (HTTPClient, address: String?) {
+        guard let filter = configuration.addressFilter, let pinned else { return (client, nil) }
         var host = url.host ?? ""
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         let name = host
@@ -141,7 +141,7 @@ public final class HTTPDataLoader: DataLoading {
                 logger.warning("address refused", metadata: ["host": "\(host)", "addresses": "\(addresses)"])
                 throw ImageLoadingError(.forbiddenAddress(host: host, addresses: addresses), url: key)
             }
-            return pinned.client(host: host, address: address)
+            return (pinned.client(host: host, address: address), address)
         }
     }
 
@@ -175,6 +175,7 @@ public final class HTTPDataLoader: DataLoading {
         let origin = Origin(request.url)
         var url = request.url
         var redirects = 0
+        var addresses: [String] = []
         let requestTime = configuration.clock()
         while true {
             var outgoing = HTTPClientRequest(url: url.absoluteString)
@@ -188,7 +189,8 @@ public final class HTTPDataLoader: DataLoading {
                 let token = Data("\(credentials.user):\(credentials.password)".utf8).base64EncodedString()
                 outgoing.headers.replaceOrAdd(name: "Authorization", value: "Basic \(token)")
             }
-            let response = try await send(outgoing, to: url, key: key, deadline: deadline)
+            let (response, address) = try await send(outgoing, to: url, key: key, deadline: deadline)
+            if let address { addresses.append(address) }
             let headerBytes = response.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count }
             guard headerBytes <= configuration.maxHeaderBytes else {
                 throw ImageLoadingError(
@@ -234,7 +236,7 @@ public final class HTTPDataLoader: DataLoading {
             let headers = response.headers.map { HeaderField($0.name, $0.value) }
             return DataResponse(
                 url: url, status: status, headers: headers, body: body, requestTime: requestTime,
-                responseTime: configuration.clock())
+                responseTime: configuration.clock(), connectedAddresses: pinned == nil ? nil : addresses)
         }
     }
 
@@ -248,13 +250,13 @@ public final class HTTPDataLoader: DataLoading {
     /// it at once; one that may pass (a reset or an abort before the response, no local
     /// port or buffer free) is tried again after ``retryDelays``.
     private func send(_ request: HTTPClientRequest, to url: URL, key: String, deadline: NIODeadline) async throws
-        -> HTTPClientResponse
+        -> (HTTPClientResponse, address: String?)
     {
         var attempt = 0
         while true {
             do {
-                let client = try await client(for: url, key: key)
-                return try await client.execute(request, deadline: deadline, logger: logger)
+                let (client, address) = try await client(for: url, key: key)
+                return (try await client.execute(request, deadline: deadline, logger: logger), address)
             } catch let error as ImageLoadingError {
                 throw error
             } catch {

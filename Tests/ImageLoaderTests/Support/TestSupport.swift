@@ -88,6 +88,11 @@ struct LoaderHarness: Sendable {
         await shutDownLoaders()
         try? FileManager.default.removeItem(atPath: directory)
     }
+
+    /// The response the harness's disk cache holds for `url`, read by a cache of its own.
+    func storedResponse(_ url: URL) -> StoredResponse? {
+        (try? DiskCache(directory: directory))?.storedResponse(for: url.absoluteString)
+    }
 }
 
 extension ImageLoader {
