@@ -152,6 +152,32 @@ struct CommandLineTests {
         }
     }
 
+    @Test("thumbnail --all-frames keeps an animation animated in GIF and WebP, with the source's frames and durations")
+    func thumbnailAllFrames() async throws {
+        let source = try ImageDecoder().decode(.file(path: Command.fixture("images/gif-animation.gif")))
+        try await Command.withTemporaryDirectory { directory in
+            for output in ["all.gif", "all.webp"] {
+                let path = directory.appendingPathComponent(output).path
+                let result = try await Command.run([
+                    "thumbnail", Command.fixture("images/gif-animation.gif"), "--size", "24", "--all-frames", "-o", path,
+                ])
+                #expect(result.status == 0, "\(result.stderr)")
+                let written = try ImageDecoder().decode(.file(path: path))
+                #expect(written.frames.count == source.frames.count, "\(output)")
+                // (WebP keeps a GIF's zero delay as 10 ms, its shortest.)
+                for (made, original) in zip(written.frames, source.frames) {
+                    let difference = made.duration - original.duration
+                    #expect(difference <= .milliseconds(10) && difference >= .milliseconds(-10), "\(output)")
+                }
+                #expect(written.width == 24, "\(output)")
+            }
+            // Without --all-frames, the first frame only.
+            let still = directory.appendingPathComponent("still.gif").path
+            _ = try await Command.run(["thumbnail", Command.fixture("images/gif-animation.gif"), "--size", "24", "-o", still])
+            #expect(try ImageDecoder().info(.file(path: still)).frameCount == 1)
+        }
+    }
+
     @Test("thumbnail --gravity keeps the side it names; --force stretches; the two box modes exclude each other")
     func thumbnailGravityAndForce() async throws {
         try await Command.withTemporaryDirectory { directory in
