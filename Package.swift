@@ -202,7 +202,8 @@ let exampleDependencies: [String: [Target.Dependency]] = [
 ]
 let examples: [(name: String, uses: String)] = [
     ("ReadmeRasterImage", "RasterImage"), ("ReadmeImageLoader", "ImageLoader"), ("ReadmeImageService", "Server"),
-    ("DocRasterImage", "RasterImage"), ("DocGettingStarted", "RasterImage"), ("DocDecodingAndValidation", "RasterImage"),
+    ("DocRasterImage", "RasterImage"), ("DocGettingStarted", "RasterImage"),
+    ("DocDecodingAndValidation", "RasterImage"),
     ("DocThumbnails", "RasterImage"), ("DocFormatsAndLimits", "RasterImage"), ("DocImageLoader", "ImageLoader"),
     ("DocLoadingAndHTTPCaching", "ImageLoader"), ("DocCachingInDepth", "ImageLoader"),
     ("DocUsingInAServer", "Server"), ("DocImageService", "Server"),

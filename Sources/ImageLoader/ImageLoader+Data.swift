@@ -30,7 +30,8 @@ public struct LoadedData: Sendable, CustomStringConvertible {
     /// One line, without the bytes: `LoadedData(jpeg, 183412 bytes from disk: https://...)`.
     public var description: String {
         let stale = freshness == .fresh ? "" : " (\(freshness.rawValue))"
-        return "LoadedData(\(format.rawValue), \(bytes.count) bytes from \(source.rawValue)\(stale): \(url.absoluteString))"
+        return
+            "LoadedData(\(format.rawValue), \(bytes.count) bytes from \(source.rawValue)\(stale): \(url.absoluteString))"
     }
 }
 

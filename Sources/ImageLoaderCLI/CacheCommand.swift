@@ -42,15 +42,18 @@ struct CacheCommand: ParsableCommand {
         var by: DiskCache.DateKind = .modified
 
         var seconds: TimeInterval {
-            get throws {
-                guard let seconds = Age.seconds(olderThan) else {
-                    throw ValidationError("cannot read the age \(olderThan): give a number and s, m, h, d or w, as 7d")
-                }
-                return seconds
-            }
+            get throws { try Age.parse(olderThan) }
         }
 
         func validate() throws { _ = try seconds }
+
+        /// `text` in seconds, or a usage error that says how to write an age.
+        static func parse(_ text: String) throws -> TimeInterval {
+            guard let seconds = seconds(text) else {
+                throw ValidationError("cannot read the age \(text): give a number and s, m, h, d or w, as 7d")
+            }
+            return seconds
+        }
 
         /// "90", "90s", "30m", "12h", "7d", "2w" in seconds.
         static func seconds(_ text: String) -> TimeInterval? {
@@ -74,7 +77,8 @@ struct CacheCommand: ParsableCommand {
     static func line(_ entry: DiskCache.EntryDescription) -> String {
         let date = ISO8601DateFormatter().string(from: entry.modified)
         let kind = entry.isFailure ? "failure " : "response"
-        return "\(date)  \(kind)  \(String(entry.bytes).leftPadded(to: 9))  \(entry.url ?? "(unreadable: \(entry.file))")"
+        return
+            "\(date)  \(kind)  \(String(entry.bytes).leftPadded(to: 9))  \(entry.url ?? "(unreadable: \(entry.file))")"
     }
 
     static func removed(_ count: Int) -> String { "removed \(count) \(count == 1 ? "entry" : "entries")" }
@@ -109,9 +113,7 @@ struct CacheCommand: ParsableCommand {
         var by: DiskCache.DateKind = .modified
 
         func validate() throws {
-            if let olderThan, Age.seconds(olderThan) == nil {
-                throw ValidationError("cannot read the age \(olderThan): give a number and s, m, h, d or w, as 7d")
-            }
+            if let olderThan { _ = try Age.parse(olderThan) }
         }
 
         func run() throws {

@@ -110,7 +110,8 @@ struct DemoCommand: AsyncParsableCommand {
             let median = times.sorted()[times.count / 2]
             let milliseconds = Double(median.components.attoseconds) / 1e15 + Double(median.components.seconds) * 1000
             let frames = info.frameCount > 1 ? ", \(info.frameCount) frames" : ""
-            let source = "\(info.format.displayName) \(info.width)×\(info.height)\(frames), \(DemoCommand.size(data.count))"
+            let source =
+                "\(info.format.displayName) \(info.width)×\(info.height)\(frames), \(DemoCommand.size(data.count))"
             let made = "\(thumbnail.width)×\(thumbnail.height) in \(String(format: "%.1f", milliseconds)) ms"
             let padded = name + String(repeating: " ", count: width - name.count)
             rows.append(

@@ -80,7 +80,8 @@ struct LoaderArguments: ParsableArguments {
             loader = try ImageLoader(configuration: configuration(memoryCacheDefaultMB: memoryCacheDefaultMB))
         } catch {
             let folder = cacheDir ?? DiskCache.defaultDirectory()
-            throw CommandFailure("cannot open the cache in \(folder): \(Terminal.describe(error)) (choose another with --cache-dir)")
+            throw CommandFailure(
+                "cannot open the cache in \(folder): \(Terminal.describe(error)) (choose another with --cache-dir)")
         }
         do {
             let result = try await body(loader)

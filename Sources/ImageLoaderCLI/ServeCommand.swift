@@ -213,7 +213,9 @@ struct ServeCommand: AsyncParsableCommand {
 
     /// The key and salt pairs from the options, else from the environment, each with
     /// the name of where it was given (for errors: `--key 2`, `IMGPROXY_SALT`).
-    func signaturePairs(_ environment: ImgproxyEnvironment) throws -> [(key: String, salt: String, names: (String, String))] {
+    func signaturePairs(_ environment: ImgproxyEnvironment) throws -> [(
+        key: String, salt: String, names: (String, String)
+    )] {
         func named(_ values: [String], _ name: String) -> [(String, String)] {
             values.enumerated().map { ($1, values.count > 1 ? "\(name) (value \($0 + 1))" : name) }
         }
@@ -224,7 +226,8 @@ struct ServeCommand: AsyncParsableCommand {
             salts = salt.enumerated().map { ($1, salt.count > 1 ? "--salt \($0 + 1)" : "--salt") }
         } else {
             keys =
-                named(environment.list("IMGPROXY_KEY"), "IMGPROXY_KEY") + named(environment.list("IMGPROXY_KEYS"), "IMGPROXY_KEYS")
+                named(environment.list("IMGPROXY_KEY"), "IMGPROXY_KEY")
+                + named(environment.list("IMGPROXY_KEYS"), "IMGPROXY_KEYS")
             salts =
                 named(environment.list("IMGPROXY_SALT"), "IMGPROXY_SALT")
                 + named(environment.list("IMGPROXY_SALTS"), "IMGPROXY_SALTS")
@@ -249,7 +252,8 @@ struct ServeCommand: AsyncParsableCommand {
             guard let index = error.pairIndex, pairs.indices.contains(index) else {
                 throw CommandFailure(error.description)
             }
-            let (name, value) = error.isSalt ? (pairs[index].names.1, pairs[index].salt) : (pairs[index].names.0, pairs[index].key)
+            let (name, value) =
+                error.isSalt ? (pairs[index].names.1, pairs[index].salt) : (pairs[index].names.0, pairs[index].key)
             throw CommandFailure(
                 "\(name) \(value.isEmpty ? "is empty" : "is not hexadecimal"): give an even number of hex digits "
                     + "(0-9, a-f), as `openssl rand -hex 32` prints")

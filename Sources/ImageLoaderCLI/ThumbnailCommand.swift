@@ -104,11 +104,14 @@ struct ThumbnailCommand: AsyncParsableCommand {
         switch Input(input) {
         case .file(let path) where fullDecode:
             encoded = try Input.naming(path) {
-                let image = try ImageDecoder().decode(.file(path: path), options: DecodingOptions(frames: options.frames))
+                let image = try ImageDecoder().decode(
+                    .file(path: path), options: DecodingOptions(frames: options.frames))
                 return try image.thumbnail(options: options).encodedKeepingAnimation(as: options.outputFormat)
             }
         case .file(let path):
-            encoded = try Input.naming(path) { try ImageDecoder().encodedThumbnail(.file(path: path), options: options) }
+            encoded = try Input.naming(path) {
+                try ImageDecoder().encodedThumbnail(.file(path: path), options: options)
+            }
         case .url:
             let image = try await Input(input).image(decoding: DecodingOptions(), loader: loader)
             encoded = try image.thumbnail(options: options).encodedKeepingAnimation(as: options.outputFormat)

@@ -55,7 +55,8 @@ public struct URLSignature: Sendable {
         var pairs: [Pair] = []
         for (index, pair) in hexPairs.enumerated() {
             guard let key = URLSignature.bytes(hex: pair.key), !key.isEmpty else {
-                throw InvalidKey(description: "key \(index + 1) is not a non-empty hexadecimal string", pairIndex: index)
+                throw InvalidKey(
+                    description: "key \(index + 1) is not a non-empty hexadecimal string", pairIndex: index)
             }
             guard let salt = URLSignature.bytes(hex: pair.salt) else {
                 throw InvalidKey(

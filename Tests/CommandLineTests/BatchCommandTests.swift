@@ -73,7 +73,9 @@ struct BatchCommandTests {
         }
     }
 
-    @Test("cache verbs remove exactly what their names say; --dry-run lists it and removes nothing; other options are refused")
+    @Test(
+        "cache verbs remove exactly what their names say; --dry-run lists it and removes nothing; other options are refused"
+    )
     func cache() async throws {
         try await Command.withTemporaryDirectory { directory in
             let folder = directory.appendingPathComponent("cache").path
@@ -115,9 +117,12 @@ struct BatchCommandTests {
             #expect(try held() == Set(all))
 
             // A dry run lists exactly what would go, and removes nothing.
-            let dry = try await Command.run(["cache", "prune", "--older-than", "7d", "--dry-run", "--cache-dir", folder])
+            let dry = try await Command.run([
+                "cache", "prune", "--older-than", "7d", "--dry-run", "--cache-dir", folder,
+            ])
             #expect(dry.status == 0, "\(dry.stderr)")
-            let listed = Set(dry.stdout.split(separator: "\n").compactMap { $0.split(separator: " ").last.map(String.init) })
+            let listed = Set(
+                dry.stdout.split(separator: "\n").compactMap { $0.split(separator: " ").last.map(String.init) })
             #expect(listed.isSuperset(of: ["https://example.com/old.png", "https://example.com/gone.png"]))
             #expect(!dry.stdout.contains("week.png") && !dry.stdout.contains("new.png"))
             #expect(!dry.stdout.contains("revalidated.png"))  // written a day ago
@@ -127,7 +132,8 @@ struct BatchCommandTests {
             // Options a verb does not honour are refused, and nothing is removed.
             for refused in [
                 ["cache", "purge", "--older-than", "7d"], ["cache", "remove-all", "--older-than", "7d"],
-                ["cache", "clear", "--older-than", "7d"], ["cache", "prune"], ["cache", "prune", "--older-than", "soon"],
+                ["cache", "clear", "--older-than", "7d"], ["cache", "prune"],
+                ["cache", "prune", "--older-than", "soon"],
                 ["cache", "stats", "--older-than", "7d"], ["cache", "verify", "--by", "created"],
             ] {
                 let result = try await Command.run(refused + ["--cache-dir", folder])
@@ -142,7 +148,10 @@ struct BatchCommandTests {
             #expect(pruned.stdout.contains("removed 2 entries modified more than 7d ago"), "\(pruned.stdout)")
             #expect(
                 try held()
-                    == ["https://example.com/week.png", "https://example.com/new.png", "https://example.com/revalidated.png"])
+                    == [
+                        "https://example.com/week.png", "https://example.com/new.png",
+                        "https://example.com/revalidated.png",
+                    ])
             // By first store: the revalidated one too.
             let created = try await Command.run([
                 "cache", "prune", "--older-than", "7d", "--by", "created", "--cache-dir", folder,

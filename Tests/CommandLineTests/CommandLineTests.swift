@@ -159,7 +159,8 @@ struct CommandLineTests {
             for output in ["all.gif", "all.webp"] {
                 let path = directory.appendingPathComponent(output).path
                 let result = try await Command.run([
-                    "thumbnail", Command.fixture("images/gif-animation.gif"), "--size", "24", "--all-frames", "-o", path,
+                    "thumbnail", Command.fixture("images/gif-animation.gif"), "--size", "24", "--all-frames", "-o",
+                    path,
                 ])
                 #expect(result.status == 0, "\(result.stderr)")
                 let written = try ImageDecoder().decode(.file(path: path))
@@ -173,7 +174,9 @@ struct CommandLineTests {
             }
             // Without --all-frames, the first frame only.
             let still = directory.appendingPathComponent("still.gif").path
-            _ = try await Command.run(["thumbnail", Command.fixture("images/gif-animation.gif"), "--size", "24", "-o", still])
+            _ = try await Command.run([
+                "thumbnail", Command.fixture("images/gif-animation.gif"), "--size", "24", "-o", still,
+            ])
             #expect(try ImageDecoder().info(.file(path: still)).frameCount == 1)
         }
     }
@@ -288,7 +291,9 @@ struct ErrorMessageTests {
     static let cases: [Case] = [
         Case(arguments: ["info", notAnImage], says: [notAnImage, "not a supported image format"]),
         Case(
-            arguments: ["thumbnail", Command.fixture("images/png-rgb8.png"), "--size", "8", "-o", "/nonexistent/out/t.png"],
+            arguments: [
+                "thumbnail", Command.fixture("images/png-rgb8.png"), "--size", "8", "-o", "/nonexistent/out/t.png",
+            ],
             says: ["cannot write /nonexistent/out/t.png", "the folder /nonexistent/out does not exist"]),
         Case(
             arguments: ["decode", Command.fixture("images/png-rgb8.png"), "-o", "/nonexistent/out/t.png"],
@@ -334,7 +339,8 @@ struct ErrorMessageTests {
         defer { first.process.terminate() }
         let second = try await Command.run(["serve", "--allow-unsigned", "--port", String(first.port)])
         #expect(second.status == 1)
-        #expect(second.stderr.contains("cannot listen on 127.0.0.1:\(first.port): the port is in use"), "\(second.stderr)")
+        #expect(
+            second.stderr.contains("cannot listen on 127.0.0.1:\(first.port): the port is in use"), "\(second.stderr)")
         #expect(second.stderr.contains("--port") && !second.stderr.contains("errno"))
         let metrics = try await Command.run([
             "serve", "--allow-unsigned", "--port", "0", "--metrics-bind", "127.0.0.1:\(first.port)",

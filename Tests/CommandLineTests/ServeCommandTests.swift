@@ -538,7 +538,8 @@ struct ServeCommandTests {
         let origin = try await TestOrigin.start()
         defer { Task { await origin.stop() } }
         origin.serve(
-            "/a.png", .init(headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=3600")], body: TestAssets.png))
+            "/a.png",
+            .init(headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=3600")], body: TestAssets.png))
         // 127.0.0.2 is loopback too, but not the address allowed below.
         origin.serve("/hop", .init(status: 302, headers: [("Location", "http://127.0.0.2:\(origin.port)/a.png")]))
         // (A refused source answers at once; the timeout only keeps a regression from hanging.)

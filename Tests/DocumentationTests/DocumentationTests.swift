@@ -18,7 +18,6 @@ let rasterImageOutputs: [String: [String]] = [
     "DocFormatsAndLimits": ["refused before any allocation", "more than the limit of 100000 pixels"],
 ]
 
-
 /// The Swift in README.md and the DocC articles: every block is a program the package
 /// builds (Examples/, copied from the documents by scripts/sync-examples.py) or a whole
 /// `Package.swift`; here each program runs as a reader would run it, and each manifest
@@ -99,7 +98,8 @@ struct DocumentationTests {
         for (name, texts) in programs {
             let file = folder.appendingPathComponent(name + "/main.swift")
             let written = try String(contentsOf: file, encoding: .utf8)
-            let body = written.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).last.map(String.init)
+            let body = written.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).last.map(
+                String.init)
             #expect(
                 body == texts.joined(separator: "\n"),
                 "Examples/\(name) differs from its blocks: run python3 scripts/sync-examples.py")
@@ -124,7 +124,9 @@ struct DocumentationTests {
         ["TMPDIR": folder.path + "/", "XDG_CACHE_HOME": folder.path + "/cache"]
     }
 
-    @Test("the RasterImage programs run in a folder with a photo and an animation", arguments: rasterImageOutputs.keys.sorted())
+    @Test(
+        "the RasterImage programs run in a folder with a photo and an animation",
+        arguments: rasterImageOutputs.keys.sorted())
     func rasterImagePrograms(_ name: String) async throws {
         try await Self.withInputs { folder in
             let result = try await ChildProcess.run(
@@ -148,10 +150,13 @@ struct DocumentationTests {
     func loaderPrograms(_ name: String) async throws {
         let origin = try await TestOrigin.start()
         defer { Task { await origin.stop() } }
-        let photo = try [UInt8](Data(contentsOf: Self.repository.appendingPathComponent("Fixtures/images/jpeg-800x600.jpg")))
+        let photo = try [UInt8](
+            Data(contentsOf: Self.repository.appendingPathComponent("Fixtures/images/jpeg-800x600.jpg")))
         origin.serve(
             "/photo.jpg",
-            .init(headers: [("Content-Type", "image/jpeg"), ("Cache-Control", "max-age=600"), ("ETag", "\"p1\"")], body: photo))
+            .init(
+                headers: [("Content-Type", "image/jpeg"), ("Cache-Control", "max-age=600"), ("ETag", "\"p1\"")],
+                body: photo))
         try await Self.withInputs { folder in
             let result = try await ChildProcess.run(
                 Self.program(name), [origin.url("/photo.jpg").absoluteString], environment: Self.environment(folder),
@@ -188,11 +193,15 @@ struct DocumentationTests {
         try #require(line.flatMap { $0.split(separator: ":").last }.flatMap { Int($0) })
     }
 
-    @Test("the service programs serve signed URLs of local images, and stop on SIGTERM", arguments: ["ReadmeImageService", "DocImageService"])
+    @Test(
+        "the service programs serve signed URLs of local images, and stop on SIGTERM",
+        arguments: ["ReadmeImageService", "DocImageService"])
     func servicePrograms(_ name: String) async throws {
         try await Self.withInputs { folder in
             var environment = Self.environment(folder)
-            environment.merge(["IMGPROXY_KEY": Self.key, "IMGPROXY_SALT": Self.salt, "PORT": "0", "OWN_PORT": "0"]) { $1 }
+            environment.merge(["IMGPROXY_KEY": Self.key, "IMGPROXY_SALT": Self.salt, "PORT": "0", "OWN_PORT": "0"]) {
+                $1
+            }
             let server = try Self.server(name, environment: environment, directory: folder)
             let port = try Self.port(await server.waitForOutput(matching: #"listening on http://127\.0\.0\.1:\d+"#))
             let signature = try URLSignature(hexPairs: [(key: Self.key, salt: Self.salt)])
@@ -219,7 +228,8 @@ struct DocumentationTests {
     func loaderServerProgram() async throws {
         let origin = try await TestOrigin.start()
         defer { Task { await origin.stop() } }
-        let photo = try [UInt8](Data(contentsOf: Self.repository.appendingPathComponent("Fixtures/images/jpeg-800x600.jpg")))
+        let photo = try [UInt8](
+            Data(contentsOf: Self.repository.appendingPathComponent("Fixtures/images/jpeg-800x600.jpg")))
         origin.serve("/photo.jpg", .init(headers: [("Content-Type", "image/jpeg")], body: photo))
         try await Self.withInputs { folder in
             var environment = Self.environment(folder)
@@ -227,7 +237,8 @@ struct DocumentationTests {
             environment["ORIGIN_TOKEN"] = "secret"
             let server = try Self.server("DocUsingInAServer", environment: environment, directory: folder)
             let port = try Self.port(await server.waitForOutput(matching: #"listening on http://127\.0\.0\.1:\d+"#))
-            let (uploaded, thumbnail) = try await Self.get("http://127.0.0.1:\(port)/thumbnail", method: .POST, body: photo)
+            let (uploaded, thumbnail) = try await Self.get(
+                "http://127.0.0.1:\(port)/thumbnail", method: .POST, body: photo)
             #expect(uploaded == 200)
             let info = try ImageDecoder().info(.bytes(thumbnail))
             #expect(info.width == 256 && info.height == 192)
@@ -264,7 +275,10 @@ struct DocumentationTests {
                 to: package.appendingPathComponent("Sources/App/main.swift"), atomically: true, encoding: .utf8)
             let result = try await ChildProcess.run(
                 URL(fileURLWithPath: swift),
-                ["package", "--package-path", package.path, "--scratch-path", folder.appendingPathComponent("build\(index)").path, "describe"])
+                [
+                    "package", "--package-path", package.path, "--scratch-path",
+                    folder.appendingPathComponent("build\(index)").path, "describe",
+                ])
             #expect(result.status == 0, "\(manifest.document):\(manifest.line): \(result.stderr)")
             #expect(result.stdout.contains("RasterImage"), "\(result.stdout)")
         }

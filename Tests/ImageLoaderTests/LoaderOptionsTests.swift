@@ -266,7 +266,8 @@ struct LoaderOptionsTests {
             switch origin {
             case .refused: (refusing.url("/x.png"), .refused, "127.0.0.1")
             // `.invalid` names never resolve (RFC 6761).
-            case .unresolvable: (URL(string: "http://no-such-host.invalid/x.png")!, .nameNotResolved, "no-such-host.invalid")
+            case .unresolvable:
+                (URL(string: "http://no-such-host.invalid/x.png")!, .nameNotResolved, "no-such-host.invalid")
             // The limited broadcast address: Linux refuses to connect there (ENETUNREACH, or
             // EACCES without SO_BROADCAST) before a packet leaves.
             case .unreachable: (URL(string: "http://255.255.255.255:9/x.png")!, .unreachable, "255.255.255.255")
