@@ -209,6 +209,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard key.count == salt.count else { throw ValidationError("give as many --salt as --key") }
+        // The settings' own checks, here too: a bad value is a usage mistake of `serve`.
+        _ = try settings(ImgproxyEnvironment(ProcessInfo.processInfo.environment))
     }
 
     /// The key and salt pairs from the options, else from the environment, each with
@@ -283,7 +285,7 @@ struct ServeCommand: AsyncParsableCommand {
             guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
                 let name = localRoot != nil ? "--local-root" : "IMGPROXY_LOCAL_FILESYSTEM_ROOT"
                 let why = FileManager.default.fileExists(atPath: root) ? "is not a folder" : "does not exist"
-                throw CommandFailure("\(name) \(root) \(why): local:/// sources are read from under that folder")
+                throw ValidationError("\(name) \(root) \(why): local:/// sources are read from under that folder")
             }
         }
         settings.allowSource = allowSource.isEmpty ? environment.list("IMGPROXY_ALLOWED_SOURCES") : allowSource
@@ -485,6 +487,9 @@ struct ServeCommand: AsyncParsableCommand {
         rules.onlyPresets = settings.onlyPresets
         rules.allowsSecurityOptions = settings.allowSecurityOptions
         for definition in settings.presets {
+            guard let equals = definition.firstIndex(of: "="), equals != definition.startIndex else {
+                throw CommandFailure("preset \(definition) is not NAME=OPTIONS (as thumb=rs:fill:300:300/q:80)")
+            }
             do {
                 try rules.addPreset(definition)
             } catch {

@@ -312,7 +312,10 @@ struct ErrorMessageTests {
             says: ["IMGPROXY_KEY and IMGPROXY_KEYS give 1 key", "give a salt for each key"]),
         Case(
             arguments: ["serve", "--allow-unsigned", "--local-root", "/nonexistent/images"],
-            says: ["--local-root /nonexistent/images does not exist"]),
+            says: ["--local-root /nonexistent/images does not exist"], status: 64),
+        Case(
+            arguments: ["serve", "--allow-unsigned", "--preset", "thumbnail"],
+            says: ["preset thumbnail is not NAME=OPTIONS"]),
         Case(
             arguments: ["load", "http://127.0.0.1:9/a.png", "--cache-dir", "/proc/no/cache"],
             says: ["cannot open the cache in /proc/no/cache", "--cache-dir"]),
