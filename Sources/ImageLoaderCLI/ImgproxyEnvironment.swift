@@ -54,8 +54,12 @@ struct ImgproxyEnvironment {
     /// `format=quality` pairs (`jpeg=80,webp=70`; `jpg` names JPEG), keyed by the
     /// service's format names.
     func formatQualities(_ name: String) throws -> [String: Int] {
+        try Self.formatQualities(list(name), name: name)
+    }
+
+    static func formatQualities(_ entries: [String], name: String) throws -> [String: Int] {
         var qualities: [String: Int] = [:]
-        for entry in list(name) {
+        for entry in entries {
             let parts = entry.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             guard parts.count == 2, let quality = Int(parts[1]), (1...100).contains(quality) else {
                 throw ValidationError("\(name): \(entry) is not format=quality (1 to 100)")

@@ -122,23 +122,18 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("result-cache-mb"), help: "MiB of processed images kept in memory; 0 keeps none.")
     var resultCacheMB = 128
 
-    @Option(help: "The quality of lossy results when the URL names none, every format (IMGPROXY_QUALITY).")
-    var quality: Int?
-
-    @Option(help: "The quality of JPEG results when the URL names none (IMGPROXY_FORMAT_QUALITY jpeg=) [default: 80].")
-    var jpegQuality: Int?
-
-    @Option(help: "The quality of WebP results when the URL names none (IMGPROXY_FORMAT_QUALITY webp=) [default: 75].")
-    var webpQuality: Int?
-
-    @Option(help: "The quality of AVIF results when the URL names none (IMGPROXY_FORMAT_QUALITY avif=) [default: 60].")
-    var avifQuality: Int?
-
     @Option(
         help:
-            "The quality of JPEG XL results when the URL names none, 100 lossless (IMGPROXY_FORMAT_QUALITY jxl=) [default: 75]."
+            "The quality of lossy results when neither the URL nor --format-quality names one (IMGPROXY_QUALITY) [default: 80]."
     )
-    var jxlQuality: Int?
+    var quality: Int?
+
+    @Option(
+        help: """
+            The quality of one format's results, FORMAT=QUALITY, such as webp=70 (repeatable; \
+            IMGPROXY_FORMAT_QUALITY, comma-separated) [default: webp=79, avif=63, jxl=77].
+            """)
+    var formatQuality: [String] = []
 
     @Flag(
         inversion: .prefixedNo,
@@ -341,20 +336,20 @@ struct ServeCommand: AsyncParsableCommand {
         guard settings.ttl >= 0, resultCacheMB >= 0, diskCacheMB >= 0 else {
             throw ValidationError("--ttl, --result-cache-mb and --disk-cache-mb must be 0 or more")
         }
-        // Qualities: the format's own option, else IMGPROXY_FORMAT_QUALITY's, else the
-        // common one (--quality, IMGPROXY_QUALITY), else the format's default.
-        let common = try quality ?? environment.integer("IMGPROXY_QUALITY")
-        let perFormat = try environment.formatQualities("IMGPROXY_FORMAT_QUALITY")
-        settings.jpegQuality = jpegQuality ?? perFormat["jpeg"] ?? common ?? 80
-        settings.webpQuality = webpQuality ?? perFormat["webp"] ?? common ?? 75
-        settings.avifQuality = avifQuality ?? perFormat["avif"] ?? common ?? 60
-        settings.jxlQuality = jxlQuality ?? perFormat["jxl"] ?? common ?? 75
-        guard
-            [settings.jpegQuality, settings.webpQuality, settings.avifQuality, settings.jxlQuality].allSatisfy({
-                (1...100).contains($0)
-            }), (0...9).contains(pngCompression)
-        else {
-            throw ValidationError("qualities are 1 to 100, --png-compression 0 to 9")
+        // Qualities as imgproxy resolves them: the URL's q, then its fq, then the
+        // format's quality here, then the common one.
+        settings.quality = try quality ?? environment.integer("IMGPROXY_QUALITY") ?? 80
+        for (format, value) in try environment.formatQualities("IMGPROXY_FORMAT_QUALITY") {
+            settings.formatQuality[format] = value
+        }
+        for (format, value) in try ImgproxyEnvironment.formatQualities(formatQuality, name: "--format-quality") {
+            settings.formatQuality[format] = value
+        }
+        guard (1...100).contains(settings.quality), (0...9).contains(pngCompression) else {
+            throw ValidationError("--quality is 1 to 100, --png-compression 0 to 9")
+        }
+        for name in settings.formatQuality.keys where ProcessingOptions.Format(name: name) == nil {
+            throw ValidationError("--format-quality: \(name) is not a format")
         }
         settings.autoWebP = try autoWebp ?? environment.flag("IMGPROXY_AUTO_WEBP") ?? true
         settings.autoAVIF = try autoAvif ?? environment.flag("IMGPROXY_AUTO_AVIF") ?? false
@@ -401,10 +396,8 @@ struct ServeCommand: AsyncParsableCommand {
         var maxConnections: Int?
         var workers: Int?
         var queue: Int?
-        var jpegQuality = 80
-        var webpQuality = 75
-        var avifQuality = 60
-        var jxlQuality = 75
+        var quality = 80
+        var formatQuality = ["webp": 79, "avif": 63, "jxl": 77]
         var autoWebP = true
         var autoAVIF = false
         var autoJXL = false
@@ -475,10 +468,11 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.resultCacheBytes = resultCacheMB << 20
         configuration.allowsUploads = allowUploads
         configuration.infoIncludesLocation = infoExifGps
-        configuration.jpegQuality = settings.jpegQuality
-        configuration.webPQuality = settings.webpQuality
-        configuration.avifQuality = settings.avifQuality
-        configuration.jxlQuality = settings.jxlQuality
+        configuration.quality = settings.quality
+        configuration.formatQuality = Dictionary(
+            uniqueKeysWithValues: settings.formatQuality.compactMap { name, value in
+                ProcessingOptions.Format(name: name).map { ($0, value) }
+            })
         configuration.autoWebP = settings.autoWebP
         configuration.autoAVIF = settings.autoAVIF
         configuration.autoJXL = settings.autoJXL
@@ -486,15 +480,15 @@ struct ServeCommand: AsyncParsableCommand {
         var rules = ProcessingURL.Rules()
         rules.onlyPresets = settings.onlyPresets
         rules.allowsSecurityOptions = settings.allowSecurityOptions
-        for definition in settings.presets {
-            guard let equals = definition.firstIndex(of: "="), equals != definition.startIndex else {
+        for definition in settings.presets where !definition.hasPrefix("#") {
+            guard definition.split(separator: "=", omittingEmptySubsequences: false).count == 2 else {
                 throw CommandFailure("preset \(definition) is not NAME=OPTIONS (as thumb=rs:fill:300:300/q:80)")
             }
-            do {
-                try rules.addPreset(definition)
-            } catch {
-                throw CommandFailure("preset \(definition): \(error)")
-            }
+        }
+        do {
+            try rules.addPresets(settings.presets)
+        } catch {
+            throw CommandFailure("presets: \(error)")
         }
         configuration.urlRules = rules
         if let path = settings.watermarkPath {

@@ -130,12 +130,17 @@ struct ImageProcessor: Sendable {
     private func checkScaledSize(_ plan: ProcessingPlan) throws {
         guard let scaled = Checked.multiply(plan.scaledWidth, plan.scaledHeight), scaled <= limits.maxPixelsPerFrame
         else {
-            throw ServiceError(status: 400, "the scaled image would be larger than \(limits.maxPixelsPerFrame) pixels")
+            throw ServiceError(status: 422, "the scaled image would be larger than \(limits.maxPixelsPerFrame) pixels")
         }
         // Every frame of an animation is scaled alike.
-        let frameCount = frames == .all ? max(1, info.frameCount) : 1
+        let frameCount =
+            switch frames {
+            case .all: max(1, info.frameCount)
+            case .prefix(let n): max(1, min(n, info.frameCount))
+            default: 1
+            }
         guard let all = Checked.multiply(scaled, frameCount), all <= limits.maxTotalPixels else {
-            throw ServiceError(status: 400, "the scaled frames would be more than \(limits.maxTotalPixels) pixels")
+            throw ServiceError(status: 422, "the scaled frames would be more than \(limits.maxTotalPixels) pixels")
         }
     }
 

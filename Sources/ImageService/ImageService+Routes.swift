@@ -177,7 +177,7 @@ enum Reply: Sendable {
             if let cause = error.cause { FailureCause.current?.note(cause) }
             var headers: HTTPFields = [.contentType: "text/plain; charset=utf-8"]
             headers[.cacheControl] = error.cacheControl
-            if error.status == 503 { headers[.retryAfter] = "1" }
+            if error.status == 429 || error.status == 503 { headers[.retryAfter] = "1" }
             return Response(
                 status: HTTPResponse.Status(code: error.status), headers: headers,
                 body: .init(byteBuffer: ByteBuffer(string: error.message + "\n")))
@@ -198,7 +198,7 @@ enum Reply: Sendable {
 extension ServiceError {
     /// `no-store`, except a 404 of the source, which may be cached briefly.
     var cacheControl: String {
-        status == 404 && maxAge > 0 ? "public, max-age=\(maxAge)" : "no-store"
+        isMissingSource && maxAge > 0 ? "public, max-age=\(maxAge)" : "no-store"
     }
 }
 

@@ -64,8 +64,12 @@ public final class ImageService: Service, Sendable {
         public var maxSourcePixels = 50_000_000
         /// The longest side a result may have.
         public var maxResultSide = 8192
-        /// The longest a request may take, queueing, fetching and processing included.
+        /// The longest a request may take, queueing, fetching and processing included
+        /// (past it: 503, as imgproxy's `IMGPROXY_TIMEOUT`).
         public var timeout: Duration = .seconds(10)
+        /// The longest a source's download may take (past it: 504, as imgproxy's
+        /// `IMGPROXY_DOWNLOAD_TIMEOUT`).
+        public var downloadTimeout: Duration = .seconds(5)
         /// Seconds of `max-age` when the source states no freshness (local files, or a
         /// response without `max-age` or `Expires`).
         public var ttl = 3600
@@ -98,14 +102,13 @@ public final class ImageService: Service, Sendable {
         /// step then does the rest. `.quality` keeps twice the result's size for it,
         /// which costs a full-size JPEG decode when a source is under twice the size.
         public var shrinkOnLoad = ThumbnailOptions.ShrinkOnLoad.fastest
-        /// The quality of JPEG results when the URL names none.
-        public var jpegQuality = 80
-        /// The quality of WebP results when the URL names none.
-        public var webPQuality = 75
-        /// The quality of AVIF results when the URL names none.
-        public var avifQuality = 60
-        /// The quality of JPEG XL results when the URL names none.
-        public var jxlQuality = 75
+        /// The quality of lossy results when neither the URL nor ``formatQuality`` names
+        /// one (imgproxy's `IMGPROXY_QUALITY`, 80).
+        public var quality = 80
+        /// The quality of each format's results when the URL names none, before
+        /// ``quality`` (imgproxy's `IMGPROXY_FORMAT_QUALITY`; its defaults: WebP 79,
+        /// AVIF 63, JPEG XL 77). A URL's `q` wins over its `fq`, which wins over these.
+        public var formatQuality: [ProcessingOptions.Format: Int] = [.webp: 79, .avif: 63, .jxl: 77]
         /// Answer AVIF to requests whose `Accept` lists `image/avif` and whose URL names
         /// no format (before WebP). Off by default: an AV1 encode costs several times a
         /// WebP one (Benchmarks/README.md has the figures).
@@ -171,7 +174,7 @@ public final class ImageService: Service, Sendable {
         loaderConfiguration.workerNiceness = configuration.workerNiceness
         loaderConfiguration.concurrentLoads = max(loaderConfiguration.concurrentLoads, configuration.inFlightLimit)
         loaderConfiguration.http.maxResponseBytes = configuration.maxSourceBytes
-        loaderConfiguration.http.timeout = configuration.timeout
+        loaderConfiguration.http.timeout = configuration.downloadTimeout
         if !configuration.network.allowsPrivateNetworks {
             let policy = configuration.network
             loaderConfiguration.http.addressFilter = { text in IPAddress(text).map(policy.allows) ?? false }
@@ -239,7 +242,7 @@ public final class ImageService: Service, Sendable {
             }
         } catch {
             var failure = ServiceError.from(error)
-            if failure.status == 404 { failure.maxAge = configuration.notFoundTTL }
+            if failure.isMissingSource { failure.maxAge = configuration.notFoundTTL }
             return .failure(failure)
         }
     }
@@ -315,7 +318,7 @@ public final class ImageService: Service, Sendable {
         metrics.sourceFetched(from: source.tier)
         let limits = effectiveLimits(url.options.security)
         guard source.bytes.count <= limits.maxSourceBytes else {
-            throw ServiceError(status: 413, "source larger than \(limits.maxSourceBytes) bytes")
+            throw ServiceError.sourceTooLarge(bytes: limits.maxSourceBytes)
         }
         let sourceFormat = ImageFormat.sniff(source.bytes.prefix(ImageFormat.sniffLength))
         let passesThrough =
@@ -452,17 +455,19 @@ public final class ImageService: Service, Sendable {
         }
     }
 
-    /// The encoder for `format`, with the URL's quality or the service's.
+    /// The encoder for `format`, with the URL's quality, else the service's for the
+    /// format, else its common one.
     static func outputFormat(
         _ format: ProcessingOptions.Format, quality: Int?, keepsProfile: Bool, _ configuration: Configuration
     ) -> OutputFormat {
-        switch format {
-        case .jpeg: .jpeg(JPEGEncoder(quality: quality ?? configuration.jpegQuality, includeICCProfile: keepsProfile))
+        let quality = quality ?? configuration.formatQuality[format] ?? configuration.quality
+        return switch format {
+        case .jpeg: .jpeg(JPEGEncoder(quality: quality, includeICCProfile: keepsProfile))
         case .png:
             .png(PNGEncoder(compressionLevel: configuration.pngCompressionLevel, includeICCProfile: keepsProfile))
-        case .webp: .webp(WebPEncoder(quality: quality ?? configuration.webPQuality, includeICCProfile: keepsProfile))
-        case .avif: .avif(AVIFEncoder(quality: quality ?? configuration.avifQuality, includeICCProfile: keepsProfile))
-        case .jxl: .jxl(JXLEncoder(quality: quality ?? configuration.jxlQuality, includeICCProfile: keepsProfile))
+        case .webp: .webp(WebPEncoder(quality: quality, includeICCProfile: keepsProfile))
+        case .avif: .avif(AVIFEncoder(quality: quality, includeICCProfile: keepsProfile))
+        case .jxl: .jxl(JXLEncoder(quality: quality, includeICCProfile: keepsProfile))
         case .gif: .gif(GIFEncoder())
         }
     }
@@ -493,13 +498,13 @@ public final class ImageService: Service, Sendable {
             let read = try await fileReads.run {
                 () -> Result<(FileStatus, [UInt8]), ServiceError> in
                 guard let status = FileSystem.status(path) else {
-                    return .failure(ServiceError(status: 404, "source not found"))
+                    return .failure(ServiceError.missingSource())
                 }
                 guard status.size <= maxBytes else {
-                    return .failure(ServiceError(status: 413, "source larger than \(maxBytes) bytes"))
+                    return .failure(ServiceError.sourceTooLarge(bytes: maxBytes))
                 }
                 guard let bytes = FileSystem.readRegularFile(path, maxBytes: maxBytes) else {
-                    return .failure(ServiceError(status: 404, "source not found"))
+                    return .failure(ServiceError.missingSource())
                 }
                 return .success((status, bytes))
             }
@@ -543,7 +548,7 @@ public final class ImageService: Service, Sendable {
                 try await self.admitted(PriorityHandle(.normal)) {
                     let source = try await self.metrics.timingFetch { try await self.fetch(allowed) }
                     guard source.bytes.count <= limits.maxSourceBytes else {
-                        throw ServiceError(status: 413, "source larger than \(limits.maxSourceBytes) bytes")
+                        throw ServiceError.sourceTooLarge(bytes: limits.maxSourceBytes)
                     }
                     let json = try await self.describe(
                         source.bytes, url.options, limits: limits, contentType: source.contentType)
@@ -553,7 +558,7 @@ public final class ImageService: Service, Sendable {
             return .json(json, maxAge: Int(min(freshFor, ImageService.maxFreshness)))
         } catch {
             var failure = ServiceError.from(error)
-            if failure.status == 404 { failure.maxAge = configuration.notFoundTTL }
+            if failure.isMissingSource { failure.maxAge = configuration.notFoundTTL }
             return .failure(failure)
         }
     }
@@ -608,7 +613,7 @@ struct EffectiveLimits: Sendable {
     /// Throws 413 when a source's header says more pixels than allowed.
     func checkPixels(of info: ImageInfo) throws {
         guard Checked.multiply(info.width, info.height).map({ $0 <= maxSourcePixels }) ?? false else {
-            throw ServiceError(status: 413, "source larger than \(maxSourcePixels) pixels")
+            throw ServiceError.sourceTooLarge(pixels: maxSourcePixels)
         }
     }
 }

@@ -49,16 +49,18 @@ struct ProcessingChoice {
             let format = format(info)
             var output = output(format, options.quality(for: format), !options.stripColorProfile)
             if let exif { output = output.with(exif: exif) }
-            // Animated when allowed and the frames, all of them at the source's size, fit the
-            // decoding limits; else the first frame, as imgproxy answers past its frame limit.
+            // Animated when allowed and the frames kept (the first `maxAnimationFrames`, as
+            // imgproxy's `min(pages, maxAnimationFrames)`), at the source's size, fit the
+            // decoding limits; else the first frame.
             let framePixels = Checked.multiply(info.width, info.height)
+            let kept = min(info.frameCount, limits.maxAnimationFrames)
             let animated =
-                limits.maxAnimationFrames > 1 && info.frameCount > 1 && info.frameCount <= limits.maxAnimationFrames
-                && framePixels.map { $0 <= limits.maxAnimationFramePixels } ?? false
-                && framePixels.flatMap { Checked.multiply($0, info.frameCount) }.map {
+                kept > 1 && framePixels.map { $0 <= limits.maxAnimationFramePixels } ?? false
+                && framePixels.flatMap { Checked.multiply($0, kept) }.map {
                     $0 <= decodingLimits.maxTotalPixels && $0 <= decodingLimits.maxTotalBytes / 4
                 } ?? false
                 && format.keepsAnimation
+            let frames: FrameSelection = !animated ? .first : kept < info.frameCount ? .prefix(kept) : .all
             // Formats with a smaller limit on a side scale results down to it, as imgproxy's `fixSize`.
             let maxResultSide = format == .webp ? min(limits.maxResultSide, 16_383) : limits.maxResultSide
             if !options.needsGeneralPath && !animated {
@@ -70,7 +72,7 @@ struct ProcessingChoice {
             }
             let processor = ImageProcessor(
                 options: options, info: info, maxResultSide: maxResultSide, shrinkOnLoad: shrinkOnLoad,
-                limits: decodingLimits, watermark: watermark, frames: animated ? .all : .first)
+                limits: decodingLimits, watermark: watermark, frames: frames)
             let (decode, planned) = try processor.firstDecode()
             return ProcessingChoice(format: format, output: output, decode: decode, general: (processor, planned))
         }

@@ -112,8 +112,13 @@ public struct ProcessingOptions: Sendable, Hashable {
         /// The encoders the service has.
         case jpeg, png, webp, avif, jxl, gif
 
-        /// The format by one of imgproxy's names for it, `nil` for others.
-        init?(name: String) {
+        /// The format by one of imgproxy's names for it (`jpg` and `jpeg` both name
+        /// JPEG), `nil` for others.
+        ///
+        /// ```swift
+        /// ProcessingOptions.Format(name: "JPG")  // .jpeg
+        /// ```
+        public init?(name: String) {
             switch name.lowercased() {
             case "jpg", "jpeg": self = .jpeg
             case "png": self = .png
@@ -317,20 +322,14 @@ public struct ProcessingOptions: Sendable, Hashable {
             || background != nil || maxBytes > 0
     }
 
-    /// The quality for `format`: `fq`'s, else `q`'s, else `nil` (the service's).
-    func quality(for format: Format) -> Int? { formatQuality[format] ?? quality }
+    /// The quality for `format`: `q`'s, else `fq`'s, else `nil` (the service's), in
+    /// imgproxy's order.
+    func quality(for format: Format) -> Int? { quality ?? formatQuality[format] }
 }
 
 // MARK: Parsing
 
 extension ProcessingOptions {
-    mutating func apply(_ segment: Substring, rules: ProcessingURL.Rules, presetsInUse: [String] = [])
-        throws(ProcessingURL.Failure)
-    {
-        let parts = segment.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-        try apply(name: parts[0], Array(parts.dropFirst()), rules: rules, presetsInUse: presetsInUse)
-    }
-
     mutating func apply(
         name: String, _ arguments: [String], rules: ProcessingURL.Rules = .init(), presetsInUse: [String] = []
     ) throws(ProcessingURL.Failure) {
@@ -546,11 +545,11 @@ extension ProcessingOptions {
         case "pr", "preset":
             guard !arguments.isEmpty else { throw reader.invalid }
             for preset in arguments {
-                guard let segments = rules.presets[preset] else { throw .unknownPreset(preset) }
+                guard let options = rules.presets[preset] else { throw .unknownPreset(preset) }
                 // A preset naming itself, directly or not, is applied once.
                 guard !presetsInUse.contains(preset) else { continue }
-                for segment in segments {
-                    try apply(Substring(segment), rules: rules, presetsInUse: presetsInUse + [preset])
+                for option in options {
+                    try apply(name: option.name, option.arguments, rules: rules, presetsInUse: presetsInUse + [preset])
                 }
             }
         case "msr", "max_src_resolution", "msfs", "max_src_file_size", "maf", "max_animation_frames", "mafr",

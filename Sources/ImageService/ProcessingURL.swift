@@ -32,7 +32,10 @@ public struct ProcessingURL: Sendable, Hashable {
         case local(path: String)
     }
 
-    /// Why a URL cannot be served: a 400 or a 403.
+    /// Why a URL cannot be served, with imgproxy's status for it: 404 for a URL that
+    /// names nothing the service can make (malformed, an unknown or invalid option, a
+    /// preset it does not have, an option the allowed list leaves out, expired), 403 for
+    /// one it may not make (the signature, a security option not allowed).
     public enum Failure: Error, Sendable, Hashable, CustomStringConvertible {
         /// No signature segment, no source, or an empty segment.
         case malformedPath
@@ -50,15 +53,16 @@ public struct ProcessingURL: Sendable, Hashable {
         case unknownPreset(String)
         /// A security option (`msr`, `msfs`, `maf`, `mafr`, `mrd`) without `--allow-security-options` (403).
         case forbiddenOption(String)
-        /// `exp` is in the past (404, as imgproxy).
+        /// An option the allowed list (``Rules/allowedOptions``) leaves out.
+        case optionNotAllowed(String)
+        /// `exp` is in the past.
         case expired
 
-        /// The HTTP status the service answers with.
+        /// The HTTP status the service answers with (imgproxy's).
         public var status: Int {
             switch self {
             case .badSignature, .unsignedNotAllowed, .forbiddenOption: 403
-            case .expired: 404
-            default: 400
+            default: 404
             }
         }
 
@@ -73,30 +77,53 @@ public struct ProcessingURL: Sendable, Hashable {
             case .unsignedNotAllowed: "unsigned URLs are not allowed"
             case .unknownPreset(let name): "unknown preset \(name)"
             case .forbiddenOption(let name): "option \(name) is not allowed"
+            case .optionNotAllowed(let name): "forbidden processing option \(name)"
             case .expired: "expired URL"
             }
         }
     }
 
+    /// One option of a URL or a preset: its name and its arguments, as written.
+    struct Option: Sendable, Hashable {
+        var name: String
+        var arguments: [String]
+    }
+
     /// What a service allows in URLs beyond the options themselves: presets, security
-    /// options, and the clock `expires` is judged by.
+    /// options, the allowed options, the argument separator, the base URL and
+    /// replacements of sources, and the clock `expires` is judged by.
     ///
     /// ```swift
     /// var rules = ProcessingURL.Rules()
-    /// try rules.addPreset("thumb=rs:fill:300:300/q:70")
+    /// try rules.addPresets(["thumb=rs:fill:300:300/q:70"])
     /// let url = try ProcessingURL.parse("/_/pr:thumb/plain/https://example.com/a.jpg", signature: nil,
     ///                                   allowsUnsigned: true, rules: rules)
     /// ```
     public struct Rules: Sendable {
-        /// Presets by name: their option segments (`rs:fill:300:300`), applied where `pr` names
-        /// them. The `default` preset is applied to every URL before its own options.
-        public private(set) var presets: [String: [String]] = [:]
-        /// Only presets may be named: the option segments of a URL are preset names
-        /// (imgproxy's `IMGPROXY_ONLY_PRESETS`); `pr:` segments are accepted too.
+        /// Presets by name: their options, applied where `pr` names them. The `default`
+        /// preset is applied to every URL before its own options.
+        private(set) var presets: [String: [Option]] = [:]
+
+        /// The names of the presets.
+        public var presetNames: [String] { presets.keys.sorted() }
+        /// Only presets may be named: the first segment of a URL lists preset names,
+        /// separated by the argument separator (imgproxy's `IMGPROXY_ONLY_PRESETS`).
         public var onlyPresets = false
         /// Serve the security options (`msr`, `msfs`, `maf`, `mafr`, `mrd`); each can only
         /// lower the service's own limit.
         public var allowsSecurityOptions = false
+        /// The options a URL may use, by the names it writes them with (`w`, `width`...);
+        /// `nil`: all. Presets may hold others (imgproxy's `IMGPROXY_ALLOWED_PROCESSING_OPTIONS`).
+        public var allowedOptions: Set<String>?
+        /// What separates an option's name and arguments (imgproxy's `IMGPROXY_ARGUMENTS_SEPARATOR`).
+        public var argumentsSeparator: Character = ":"
+        /// Prepended to every source that does not start with it (`IMGPROXY_BASE_URL`).
+        public var baseURL: String?
+        /// Rewrites of sources, in order, before the base URL (`IMGPROXY_URL_REPLACEMENTS`).
+        public var urlReplacements: [URLReplacement] = []
+        /// A base64 source may be followed by a last segment that is only a file name,
+        /// dropped (`IMGPROXY_BASE64_URL_INCLUDES_FILENAME`).
+        public var base64URLIncludesFilename = false
         /// The time `exp` is compared with.
         public var now: @Sendable () -> Date = { Date() }
         /// Parsing an `/info` URL: its own options (`bh`) are accepted.
@@ -104,48 +131,137 @@ public struct ProcessingURL: Sendable, Hashable {
 
         public init() {}
 
-        /// Adds `NAME=OPTIONS` (options separated by `/`, as in a URL), checking every option.
-        public mutating func addPreset(_ definition: String) throws(Failure) {
-            guard let equals = definition.firstIndex(of: "="), equals != definition.startIndex else {
-                throw .invalidArgument(option: "preset", value: definition)
+        /// Adds presets, each `NAME=OPTIONS` (options separated by `/`, as in a URL),
+        /// as imgproxy reads `IMGPROXY_PRESETS`: blank entries and `#` comments are
+        /// skipped; a preset may name presets given after it; every preset is checked
+        /// once all are known.
+        ///
+        /// Throws ``Failure`` for an entry without exactly one `=`, with an empty name or
+        /// value, or whose options are invalid or name an unknown preset.
+        public mutating func addPresets(_ definitions: [String]) throws(Failure) {
+            for definition in definitions {
+                let trimmed = definition.trimmingCharacters(in: .whitespaces)
+                guard !trimmed.isEmpty, !trimmed.hasPrefix("#") else { continue }
+                let halves = trimmed.split(separator: "=", omittingEmptySubsequences: false)
+                guard halves.count == 2 else { throw .invalidArgument(option: "preset", value: trimmed) }
+                let name = halves[0].trimmingCharacters(in: .whitespaces)
+                let value = halves[1].trimmingCharacters(in: .whitespaces)
+                guard !name.isEmpty, !value.isEmpty else { throw .invalidArgument(option: "preset", value: trimmed) }
+                let (options, rest) = ProcessingURL.options(
+                    in: value.split(separator: "/", omittingEmptySubsequences: false), self)
+                guard rest.isEmpty else { throw .invalidArgument(option: "preset", value: trimmed) }
+                presets[name] = options
             }
-            let name = String(definition[..<equals]).trimmingCharacters(in: .whitespaces)
-            let segments = definition[definition.index(after: equals)...].split(separator: "/").map {
-                $0.trimmingCharacters(in: .whitespaces)
-            }.filter { !$0.isEmpty }
-            presets[name] = segments
-            var check = ProcessingOptions()
-            for segment in segments { try check.apply(Substring(segment), rules: self) }
+            for (name, options) in presets {
+                var check = ProcessingOptions()
+                for option in options {
+                    try check.apply(name: option.name, option.arguments, rules: self, presetsInUse: [name])
+                }
+            }
+        }
+
+        /// Adds one preset, checked at once (``addPresets(_:)`` checks a list together).
+        public mutating func addPreset(_ definition: String) throws(Failure) {
+            try addPresets([definition])
+        }
+
+        /// A source rewrite: every match of `pattern` replaced by `template`, whose
+        /// `${1}` (or `$1`) names the pattern's groups (imgproxy's `IMGPROXY_URL_REPLACEMENTS`).
+        public struct URLReplacement: @unchecked Sendable {
+            // NSRegularExpression is immutable once made, and safe to use from any thread.
+            let pattern: NSRegularExpression
+            let template: String
+
+            /// A rewrite of what `pattern` matches into `template`; `nil` when the pattern
+            /// is not a regular expression.
+            public init?(pattern: String, template: String) {
+                guard let expression = try? NSRegularExpression(pattern: pattern) else { return nil }
+                self.pattern = expression
+                self.template = template.replacingOccurrences(
+                    of: #"\$\{(\d+)\}"#, with: "\\$$1", options: .regularExpression)
+            }
+
+            func apply(_ text: String) -> String {
+                pattern.stringByReplacingMatches(
+                    in: text, range: NSRange(text.startIndex..., in: text), withTemplate: template)
+            }
         }
     }
 
-    /// Parses `path` (the request's path, percent-encoding as received). The signature is
-    /// checked first, against the path after the signature segment exactly as received;
-    /// `insecure` or `_` is accepted only when `allowsUnsigned`.
+    /// Parses `path` (the request's path after any prefix, percent-encoding as received),
+    /// as imgproxy does: the signature segment first; then the rest repaired where
+    /// proxies and CDNs change it (`%3A` for `:` in options, `scheme:/` for `scheme://` in
+    /// a plain source); the signature is checked against that, under the pairs of
+    /// `signature`. Without one and with `allowsUnsigned`, any text without `:` stands in
+    /// for the signature (imgproxy's unsigned mode: `unsafe`, `insecure`, `_`); with one,
+    /// `insecure` and `_` are accepted only when `allowsUnsigned`.
     public static func parse(
         _ path: String, signature: URLSignature?, allowsUnsigned: Bool, rules: Rules = Rules()
     ) throws(Failure) -> ProcessingURL {
-        let bytes = path.utf8
-        guard bytes.first == UInt8(ascii: "/"),
-            let slash = bytes.dropFirst().firstIndex(of: UInt8(ascii: "/"))
-        else { throw .malformedPath }
-        let signatureText = path[path.index(after: path.startIndex)..<slash]
-        let signed = path[slash...]
-        if signatureText == "insecure" || signatureText == "_" {
-            guard allowsUnsigned else { throw .unsignedNotAllowed }
+        var rest = Substring(path)
+        if rest.hasPrefix("/") { rest = rest.dropFirst() }
+        guard let slash = rest.firstIndex(of: "/") else { throw .malformedPath }
+        let signatureText = rest[..<slash]
+        let signed = repaired(rest[rest.index(after: slash)...])
+        guard !signatureText.isEmpty, !signed.isEmpty else { throw .malformedPath }
+        if let signature {
+            let unsigned = signatureText == "insecure" || signatureText == "_"
+            if unsigned {
+                guard allowsUnsigned else { throw .unsignedNotAllowed }
+            } else if !signature.isTrusted(signatureText) {
+                guard signature.isValid(signatureText, for: "/" + signed) else { throw .badSignature }
+            }
         } else {
-            guard let signature, signature.isValid(signatureText, for: signed) else { throw .badSignature }
+            guard allowsUnsigned else { throw .unsignedNotAllowed }
+            guard !signatureText.contains(":") else { throw .badSignature }
         }
-        return try parseSigned(signed, rules: rules)
+        return try parseSigned(Substring(signed), rules: rules)
+    }
+
+    /// The path after the signature as imgproxy repairs it: `%3A` in the options part
+    /// back to `:` (proxies and CDNs escape it), and in a plain source `scheme:/x` back
+    /// to `scheme://x` (`local:/x` to `local:///x`: proxies merge the slashes).
+    static func repaired(_ path: Substring) -> String {
+        var options: Substring
+        var plain: Substring?
+        if path.hasPrefix("plain/") {
+            options = ""
+            plain = path.dropFirst("plain/".count)
+        } else if let range = path.range(of: "/plain/") {
+            options = path[..<range.lowerBound]
+            plain = path[range.upperBound...]
+        } else {
+            options = path
+        }
+        let fixedOptions = options.replacingOccurrences(of: "%3A", with: ":")
+        guard var source = plain.map(String.init) else {
+            return fixedOptions.hasPrefix("/") ? String(fixedOptions.dropFirst()) : fixedOptions
+        }
+        // `scheme:/x`, the scheme free of spaces and x not a slash: the slash put back.
+        if let colon = source.firstIndex(of: ":"), colon > source.startIndex,
+            !source[..<colon].contains(where: \.isWhitespace)
+        {
+            let after = source.index(after: colon)
+            if after < source.endIndex, source[after] == "/" {
+                let next = source.index(after: after)
+                if next < source.endIndex, source[next] != "/" {
+                    let scheme = source[..<colon]
+                    source = scheme + (scheme == "local" ? ":///" : "://") + source[next...]
+                }
+            }
+        }
+        let joined = fixedOptions + "/plain/" + source
+        return joined.hasPrefix("/") ? String(joined.dropFirst()) : joined
     }
 
     /// Options alone (`/rs:fit:300:300/q:80`, the path of an upload), any extension as
     /// `f:`. Every segment must be an option.
     public static func parseOptions(_ path: Substring, rules: Rules = Rules()) throws(Failure) -> ProcessingOptions {
         var options = try defaults(rules)
-        for segment in path.split(separator: "/") {
-            try apply(segment, to: &options, rules: rules)
-        }
+        let segments = path.split(separator: "/")
+        let (parsed, rest) = Self.options(in: segments, rules)
+        guard rest.isEmpty else { throw .unknownOption(String(rest[0])) }
+        try apply(parsed, to: &options, rules: rules)
         return options
     }
 
@@ -156,67 +272,89 @@ public struct ProcessingURL: Sendable, Hashable {
         return options
     }
 
-    /// One option segment; with only presets, a bare name is a preset's.
-    private static func apply(_ segment: Substring, to options: inout ProcessingOptions, rules: Rules)
-        throws(Failure)
-    {
-        if rules.onlyPresets {
-            if segment.hasPrefix("pr:") || segment.hasPrefix("preset:") {
-                try options.apply(segment, rules: rules)
-            } else {
-                try options.apply(name: "pr", [String(segment)], rules: rules)
-            }
-            return
+    /// The leading segments that are options (a name and arguments, split by the
+    /// separator), and the segments after them: the source. Segments are read as
+    /// imgproxy reads them: the first without a separator ends the options.
+    static func options(in segments: [some StringProtocol], _ rules: Rules) -> ([Option], [Substring]) {
+        var parsed: [Option] = []
+        for (index, segment) in segments.enumerated() {
+            let parts = segment.split(separator: rules.argumentsSeparator, omittingEmptySubsequences: false)
+            guard parts.count > 1 else { return (parsed, segments[index...].map { Substring($0) }) }
+            parsed.append(Option(name: String(parts[0]), arguments: parts[1...].map { String($0) }))
         }
-        guard segment.contains(":") else { throw .unknownOption(String(segment)) }
-        try options.apply(segment, rules: rules)
+        return (parsed, [])
     }
 
-    /// The part after the signature: options, then the source.
+    /// Applies a URL's options, each allowed by ``Rules/allowedOptions`` (a preset's
+    /// own options are not checked).
+    private static func apply(_ parsed: [Option], to options: inout ProcessingOptions, rules: Rules) throws(Failure) {
+        for option in parsed {
+            if let allowed = rules.allowedOptions, !allowed.contains(option.name) {
+                throw .optionNotAllowed(option.name)
+            }
+            try options.apply(name: option.name, option.arguments, rules: rules)
+        }
+    }
+
+    /// The part after the signature: options (or, with only presets, a segment of
+    /// preset names), then the source.
     static func parseSigned(_ signed: Substring, rules: Rules) throws(Failure) -> ProcessingURL {
-        let segments = signed.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
+        let segments = signed.split(separator: "/", omittingEmptySubsequences: false)
+        guard let first = segments.first, !first.isEmpty else { throw .malformedPath }
         var options = try defaults(rules)
-        var index = 0
-        while index < segments.count {
-            let segment = segments[index]
-            if segment == "plain" {
-                let rest = segments[(index + 1)...].joined(separator: "/")
-                return try plainSource(rest, options: options)
-            }
-            // With only presets, every segment but the last (the source) names presets.
-            if rules.onlyPresets {
-                guard index < segments.count - 1, !segment.isEmpty else { break }
-            } else {
-                guard segment.contains(":") else { break }
-            }
-            try apply(segment, to: &options, rules: rules)
-            index += 1
+        let sourceSegments: [Substring]
+        if rules.onlyPresets {
+            let names = first.split(separator: rules.argumentsSeparator, omittingEmptySubsequences: false).map(
+                String.init)
+            try options.apply(name: "pr", names, rules: rules)
+            sourceSegments = Array(segments.dropFirst())
+        } else {
+            // imgproxy's old basic format (`/fill/300/200/...`) is not served.
+            guard ProcessingOptions.ResizingType(rawValue: String(first)) == nil else { throw .malformedPath }
+            let (parsed, rest) = Self.options(in: segments, rules)
+            try apply(parsed, to: &options, rules: rules)
+            sourceSegments = rest
         }
-        guard index < segments.count else { throw .malformedPath }
-        // The encoded source may be split by slashes; the extension follows the last dot.
-        var encoded = segments[index...].joined()
-        if let dot = encoded.lastIndex(of: ".") {
-            let ext = String(encoded[encoded.index(after: dot)...])
-            encoded = String(encoded[..<dot])
-            try options.apply(name: "ext", [ext])
+        guard let head = sourceSegments.first else { throw .malformedPath }
+        let (text, ext): (String, String?)
+        if head == "plain" && sourceSegments.count > 1 {
+            (text, ext) = try plainSource(sourceSegments[1...].joined(separator: "/"))
+        } else {
+            var parts = sourceSegments
+            if parts.count > 1 && rules.base64URLIncludesFilename { parts.removeLast() }
+            (text, ext) = try base64Source(parts.joined())
         }
-        guard !encoded.isEmpty, let decoded = URLSignature.decodeBase64URL(encoded),
-            let text = String(validating: decoded, as: UTF8.self)
-        else { throw .invalidSource("not base64url") }
-        return ProcessingURL(options: options, source: try source(text))
+        if let ext, !ext.isEmpty, !options.raw { try options.apply(name: "ext", [ext]) }
+        return ProcessingURL(options: options, source: try source(rewritten(text, rules)))
     }
 
-    private static func plainSource(_ rest: String, options: ProcessingOptions) throws(Failure) -> ProcessingURL {
-        var options = options
-        var encoded = Substring(rest)
-        if let at = rest.lastIndex(of: "@") {
-            try options.apply(name: "ext", [String(rest[rest.index(after: at)...])])
-            encoded = rest[..<at]
-        }
-        guard !encoded.isEmpty, let text = encoded.removingPercentEncoding else {
-            throw .invalidSource("not percent-encoded")
-        }
-        return ProcessingURL(options: options, source: try source(text))
+    /// A base64url source and the extension after its dot.
+    private static func base64Source(_ encoded: String) throws(Failure) -> (String, String?) {
+        let parts = encoded.split(separator: ".", omittingEmptySubsequences: false)
+        guard let body = parts.first, !body.isEmpty else { throw .invalidSource("empty") }
+        guard parts.count <= 2 else { throw .invalidSource("several formats") }
+        var trimmed = Substring(body)
+        while trimmed.hasSuffix("=") { trimmed = trimmed.dropLast() }
+        guard let decoded = URLSignature.decodeBase64URL(trimmed), let text = String(validating: decoded, as: UTF8.self)
+        else { throw .invalidSource("not base64url") }
+        return (text, parts.count == 2 ? String(parts[1]) : nil)
+    }
+
+    /// A percent-encoded source and the extension after its `@`.
+    private static func plainSource(_ rest: String) throws(Failure) -> (String, String?) {
+        let parts = rest.split(separator: "@", omittingEmptySubsequences: false)
+        guard let body = parts.first, !body.isEmpty else { throw .invalidSource("empty") }
+        guard parts.count <= 2 else { throw .invalidSource("several formats") }
+        guard let text = body.removingPercentEncoding else { throw .invalidSource("not percent-encoded") }
+        return (text, parts.count == 2 ? String(parts[1]) : nil)
+    }
+
+    /// The source after the replacements, with the base URL in front unless it starts with it.
+    private static func rewritten(_ text: String, _ rules: Rules) -> String {
+        var text = text
+        for replacement in rules.urlReplacements { text = replacement.apply(text) }
+        guard let base = rules.baseURL, !base.isEmpty, !text.hasPrefix(base) else { return text }
+        return base + text
     }
 
     private static func source(_ text: String) throws(Failure) -> Source {

@@ -3,7 +3,7 @@ import Foundation
 
 /// Checks imgproxy-style URL signatures: the base64url (unpadded) HMAC-SHA256, under a
 /// key, of a salt followed by the path after the signature segment (its leading `/`
-/// included, exactly as received). Several key and salt pairs may be valid at once,
+/// included, as ``ProcessingURL/parse(_:signature:allowsUnsigned:rules:)`` repairs it). Several key and salt pairs may be valid at once,
 /// so keys can be rotated without breaking published URLs.
 ///
 /// ```swift
@@ -38,6 +38,12 @@ public struct URLSignature: Sendable {
     /// Bytes of the HMAC a signature carries, 1 to 32 (imgproxy's `IMGPROXY_SIGNATURE_SIZE`):
     /// fewer make shorter URLs and signatures easier to guess.
     public let size: Int
+    /// Signature texts accepted as they are, for any path (imgproxy's
+    /// `IMGPROXY_TRUSTED_SIGNATURES`: URLs signed by hand for a known client).
+    public var trusted: Set<String> = []
+
+    /// Whether `text` is one of the ``trusted`` signatures.
+    public func isTrusted(_ text: some StringProtocol) -> Bool { !trusted.isEmpty && trusted.contains(String(text)) }
 
     /// Signatures under any of `pairs`, truncated to `size` bytes.
     public init(pairs: [Pair], size: Int = 32) {

@@ -212,8 +212,9 @@ struct DocumentationTests {
                 let info = try ImageDecoder().info(.bytes(body))
                 #expect(info.format == .png && info.width == 100 && info.height == 75)
             } else {
-                // This one serves only https://images.example.com/: a local source is refused.
-                #expect(status == 403)
+                // This one serves only https://images.example.com/: a local source is refused
+                // (404, imgproxy's status for a source not allowed).
+                #expect(status == 404)
                 let own = try Self.port(await server.waitForOutput(matching: #"own router on http://127\.0\.0\.1:\d+"#))
                 let (hello, text) = try await Self.get("http://127.0.0.1:\(own)/hello")
                 #expect(hello == 200 && String(decoding: text, as: UTF8.self) == "hello")

@@ -183,7 +183,7 @@ struct HeaderReadTests {
                 Issue.record("upload past the pixel limit: \(reply)")
                 return
             }
-            #expect(error.status == 413)
+            #expect(error.status == 422)
         }
     }
 }

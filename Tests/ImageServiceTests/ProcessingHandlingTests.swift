@@ -24,17 +24,20 @@ struct ProcessingHandlingTests {
         return nil
     }
 
-    @Test("q and fq set the quality per format; mb lowers it until the result fits")
+    @Test("q wins over fq, which wins over the settings (imgproxy's order); mb lowers it until the result fits")
     func quality() async throws {
         try await References.withService { service in
             let base = "/_/rs:fit:200:200"
             let source = "/plain/local:///photo.png@jpg"
             let normal = try #require(Self.bytes(await References.get(service, base + source)))
             let low = try #require(Self.bytes(await References.get(service, base + "/q:10" + source)))
-            let perFormat = try #require(Self.bytes(await References.get(service, base + "/q:95/fq:jpeg:10" + source)))
-            // fq for another format leaves JPEG at q's value.
-            let other = try #require(Self.bytes(await References.get(service, base + "/q:95/fq:webp:10" + source)))
-            #expect(low.count < normal.count && perFormat.count == low.count && other.count > normal.count)
+            let perFormat = try #require(Self.bytes(await References.get(service, base + "/fq:jpeg:10" + source)))
+            // q wins over fq (imgproxy's processing code); fq for another format does nothing.
+            let both = try #require(Self.bytes(await References.get(service, base + "/q:95/fq:jpeg:10" + source)))
+            let high = try #require(Self.bytes(await References.get(service, base + "/q:95" + source)))
+            let other = try #require(Self.bytes(await References.get(service, base + "/fq:webp:10" + source)))
+            #expect(low.count < normal.count && perFormat == low && both == high && high.count > normal.count)
+            #expect(other == normal)
             // max_bytes: under the limit, in a JPEG that still decodes at full size.
             let target = low.count + (normal.count - low.count) / 3
             let fitted = try #require(Self.bytes(await References.get(service, base + "/mb:\(target)" + source)))
@@ -96,12 +99,13 @@ struct ProcessingHandlingTests {
         }
         #expect(throws: ProcessingURL.Failure.self) { try rules.addPreset("bad=w:-1") }
         #expect(throws: ProcessingURL.Failure.self) { try rules.addPreset("no-equals") }
-        // Only presets: the segments are preset names, and nothing else is an option.
+        // Only presets: the first segment names presets, separated as arguments are, and
+        // nothing else is an option (imgproxy's form).
         rules.onlyPresets = true
         let only = try ProcessingURL.parse(
-            "/_/square/small\(source)", signature: nil, allowsUnsigned: true, rules: rules)
+            "/_/square:small\(source)", signature: nil, allowsUnsigned: true, rules: rules)
         #expect(only.options.width == 20 && only.options.height == 50)
-        #expect(throws: ProcessingURL.Failure.unknownPreset("w:10")) {
+        #expect(throws: ProcessingURL.Failure.unknownPreset("w")) {
             try ProcessingURL.parse("/_/w:10\(source)", signature: nil, allowsUnsigned: true, rules: rules)
         }
         // Through the service: the preset's size.
@@ -128,9 +132,9 @@ struct ProcessingHandlingTests {
         configuration.urlRules = rules
         try await References.withService(configuration) { service in
             // photo.png is 320x240 = 76,800 pixels, and about 200 KB.
-            #expect(Self.failure(await References.get(service, "/_/msr:0.05\(source)"))?.status == 413)
+            #expect(Self.failure(await References.get(service, "/_/msr:0.05\(source)"))?.status == 422)
             #expect(Self.bytes(await References.get(service, "/_/msr:0.08\(source)")) != nil)
-            #expect(Self.failure(await References.get(service, "/_/msfs:1000\(source)"))?.status == 413)
+            #expect(Self.failure(await References.get(service, "/_/msfs:1000\(source)"))?.status == 422)
             // mrd: a result past it is scaled down to it.
             let bytes = try #require(Self.bytes(await References.get(service, "/_/mrd:100\(source)")))
             let image = try ImageDecoder().decode(.bytes(bytes))
@@ -141,7 +145,7 @@ struct ProcessingHandlingTests {
         configuration.urlRules = rules
         configuration.maxSourcePixels = 50_000
         try await References.withService(configuration) { service in
-            #expect(Self.failure(await References.get(service, "/_/msr:100\(source)"))?.status == 413)
+            #expect(Self.failure(await References.get(service, "/_/msr:100\(source)"))?.status == 422)
         }
     }
 
@@ -218,7 +222,7 @@ struct ProcessingHandlingTests {
         var configuration = References.configuration()
         configuration.maxSourcePixels = 1000
         try await References.withService(configuration) { service in
-            #expect(Self.failure(await References.get(service, "/_/raw:1/plain/local:///photo.png"))?.status == 413)
+            #expect(Self.failure(await References.get(service, "/_/raw:1/plain/local:///photo.png"))?.status == 422)
         }
     }
 
@@ -287,7 +291,7 @@ struct ProcessingHandlingTests {
         try await References.withService { service in
             // 320x240 enlarged until 100000 wide would be 100000x75000 before the crop.
             let reply = await References.get(service, "/_/rs:fill:10:10:1/mw:100000/plain/local:///photo.png@png")
-            #expect(Self.failure(reply)?.status == 400)
+            #expect(Self.failure(reply)?.status == 422)
             // A watermark pushed off the image is not drawn, and nothing traps.
             #expect(
                 Self.bytes(await References.get(service, "/_/wm:1:soea:-5000:-5000/plain/local:///photo.png@png"))
@@ -340,21 +344,21 @@ struct ImageInfoTests {
             // bh sets BlurHash's components: 5x5 is 2 + 4 + 2 x 24 characters.
             let five = try Self.json(await service.info(path: "/info/_/bh:5:5/plain/local:///exif.jpg"))
             #expect((five["blurhash"] as? String)?.count == 54)
-            // bh belongs to /info only.
+            // bh belongs to /info only: elsewhere it is an unknown option, a 404 as imgproxy answers it.
             #expect(
                 ProcessingHandlingTests.failure(await References.get(service, "/_/bh:5:5/plain/local:///exif.jpg"))?
-                    .status == 400)
+                    .status == 404)
             // POST /info: the same fields, never cached.
             let posted = await service.info(of: Array(bytes), contentType: "image/jpeg")
             #expect(try Self.json(posted)["blurhash"] as? String == expected.blurhash)
             if case .json(_, let maxAge) = posted { #expect(maxAge == 0) }
-            // Missing sources are 404s; bad images 415.
+            // Missing sources are 404s; what is no image a 422, as imgproxy answers it.
             #expect(
                 ProcessingHandlingTests.failure(await service.info(path: "/info/_/plain/local:///none.jpg"))?.status
                     == 404)
             #expect(
                 ProcessingHandlingTests.failure(await service.info(of: Array("text".utf8), contentType: nil))?.status
-                    == 415)
+                    == 422)
         }
         configuration = References.configuration()
         configuration.sources = SourcePolicy(localRoot: Self.placeholders.path)

@@ -146,7 +146,7 @@ struct ProcessingURLTests {
         #expect(combined.options.width == 20 && combined.options.height == 30 && combined.format == .png)
     }
 
-    @Test("unknown or malformed options and sources are 400s, signatures 403s; nothing traps")
+    @Test("unknown or malformed options and sources are 404s (imgproxy's status), signatures 403s; nothing traps")
     func failures() {
         let bad: [(String, ProcessingURL.Failure)] = [
             ("/_/w:-1/\(Self.encoded)", .invalidArgument(option: "w", value: "-1")),
@@ -218,7 +218,7 @@ struct ProcessingURLTests {
         #expect(ProcessingURL.Failure.badSignature.status == 403)
         #expect(ProcessingURL.Failure.forbiddenOption("msr").status == 403)
         #expect(ProcessingURL.Failure.expired.status == 404)
-        #expect(ProcessingURL.Failure.unknownOption("x").status == 400)
+        #expect(ProcessingURL.Failure.unknownOption("x").status == 404)
     }
 
     @Test("plain sources: percent-decoded, with an @ extension; local sources by path")

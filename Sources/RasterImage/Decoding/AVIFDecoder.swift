@@ -30,7 +30,7 @@ enum AVIFDecoder: FormatDecoder {
         if case .index(let n) = options.frames, n < 0 || n >= file.frameCount {
             throw ImageDecodingError(.frameOutOfRange(index: n, count: file.frameCount), format: .avif)
         }
-        let lastNeeded = options.frames.lastNeededIndex ?? file.frameCount - 1
+        let lastNeeded = min(options.frames.lastNeededIndex ?? file.frameCount - 1, file.frameCount - 1)
         let wanted = (0...lastNeeded).filter(options.frames.returns)
         // libavif decodes every frame from the key frame before the one asked for: the
         // work counts them all, not only those returned.

@@ -99,6 +99,9 @@ public enum FrameSelection: Sendable, Hashable {
     case all
     /// Frame (or TIFF page) `n`, counting from 0, composited as it would be shown.
     case index(Int)
+    /// The first `n` frames (or TIFF pages), all of them when there are fewer: an
+    /// animation cut short, as imgproxy keeps `max_animation_frames` of a longer one.
+    case prefix(Int)
 }
 
 /// How ``ImageDecoder`` decodes.

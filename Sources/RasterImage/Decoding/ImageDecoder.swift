@@ -247,6 +247,7 @@ extension FrameSelection {
         case .first: 0
         case .all: nil
         case .index(let n): n
+        case .prefix(let n): max(0, n - 1)
         }
     }
 
@@ -256,6 +257,7 @@ extension FrameSelection {
         case .first: index == 0
         case .all: true
         case .index(let n): index == n
+        case .prefix(let n): index < max(1, n)
         }
     }
 }

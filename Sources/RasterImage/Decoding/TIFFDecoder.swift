@@ -33,7 +33,7 @@ enum TIFFDecoder: FormatDecoder {
             }
             try file.select(page: n)
             return try file.decodePage(options: options)
-        case .all:
+        case .all, .prefix:
             let pages = try decodeAll(file, options: options)
             let first = pages[0]
             guard pages.allSatisfy({ $0.width == first.width && $0.height == first.height }) else {
@@ -53,7 +53,8 @@ enum TIFFDecoder: FormatDecoder {
     }
 
     private static func decodeAll(_ file: TIFFFile, options: DecodingOptions) throws -> [RasterImage] {
-        let count = try file.pageCount(limits: options.limits)
+        var count = try file.pageCount(limits: options.limits)
+        if case .prefix(let n) = options.frames { count = min(count, max(1, n)) }
         var pages: [RasterImage] = []
         var total = 0
         for index in 0..<count {

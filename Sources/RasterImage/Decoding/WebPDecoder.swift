@@ -101,6 +101,7 @@ enum WebPDecoder: FormatDecoder {
         switch options.frames {
         case .first: returned = 1
         case .all: returned = container.frameCount
+        case .prefix(let n): returned = min(container.frameCount, max(1, n))
         case .index(let n):
             guard n >= 0, n < container.frameCount else {
                 throw ImageDecodingError(.frameOutOfRange(index: n, count: container.frameCount), format: .webp)

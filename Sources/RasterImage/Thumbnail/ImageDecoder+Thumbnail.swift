@@ -168,8 +168,8 @@ extension TIFFDecoder {
         let file = try TIFFFile(reader, limits: request.limits)
         let options = try request.options(try info(file, limits: request.limits))
         switch options.frames {
-        case .all:
-            return try decode(reader, options: DecodingOptions(limits: options.limits, frames: .all))
+        case .all, .prefix:
+            return try decode(reader, options: DecodingOptions(limits: options.limits, frames: options.frames))
                 .thumbnail(options: options)
         case .index(let n):
             let count = try file.pageCount(limits: options.limits)

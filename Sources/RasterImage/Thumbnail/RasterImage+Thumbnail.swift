@@ -26,6 +26,7 @@ extension RasterImage {
         switch options.frames {
         case .first: kept = [frames[0]]
         case .all: kept = frames
+        case .prefix(let n): kept = Array(frames.prefix(max(1, n)))
         case .index(let n): kept = [frames[min(max(n, 0), frames.count - 1)]]
         }
         // Only the part the crop keeps is resampled.

@@ -29,6 +29,7 @@ extension ThumbnailOptions {
         case .first: key += "first,"
         case .all: key += "all,"
         case .index(let n): key += "frame\(n),"
+        case .prefix(let n): key += "first\(n),"
         }
         key += outputFormat.cacheKey
         return key
