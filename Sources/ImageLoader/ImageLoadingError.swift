@@ -47,6 +47,10 @@ public struct ImageLoadingError: Error, Sendable, Hashable, CustomStringConverti
         /// allows (a private or loopback network, for a service open to the internet):
         /// the host, and the addresses refused.
         case forbiddenAddress(host: String, addresses: [String])
+        /// The origin answered 304 to the client validators the caller passed on
+        /// (``LoadOptions/clientValidators``): the client's copy is current. The 304's
+        /// header fields (its `ETag`, `Last-Modified`, `Cache-Control`).
+        case notModified(headers: [HeaderField])
         /// The caller's task was cancelled.
         case cancelled
         /// The loader was shut down.
@@ -91,6 +95,7 @@ public struct ImageLoadingError: Error, Sendable, Hashable, CustomStringConverti
         case .unsupportedURL: text = "unsupported URL"
         case .forbiddenAddress(let host, let addresses):
             text = "\(host) resolves to no allowed address (\(addresses.joined(separator: ", ")))"
+        case .notModified: text = "not modified (the client's validators match)"
         case .cancelled: text = "cancelled"
         case .shutDown: text = "the loader is shut down"
         }

@@ -89,7 +89,7 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var timeout: Double?
 
-    @Option(help: "Seconds of max-age when the source states no freshness (IMGPROXY_TTL) [default: 3600].")
+    @Option(help: "Seconds of max-age results are sent with; 0: no-cache (IMGPROXY_TTL) [default: 31536000].")
     var ttl: Int?
 
     @Option(
@@ -137,7 +137,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Flag(
         inversion: .prefixedNo,
-        help: "Answer WebP when the URL names no format and Accept lists image/webp (IMGPROXY_AUTO_WEBP) [default: on]."
+        help: "Answer WebP when the URL names no format and Accept lists image/webp (IMGPROXY_AUTO_WEBP) [default: off]."
     )
     var autoWebp: Bool?
 
@@ -202,10 +202,18 @@ struct ServeCommand: AsyncParsableCommand {
         help: "The log level: trace, debug, info (one line per request), notice, warning, error (IMGPROXY_LOG_LEVEL).")
     var logLevel: String?
 
+    @OptionGroup(title: "imgproxy's formats, header fields, clients and sources")
+    var compatibility: ServeCompatibilityOptions
+
     func validate() throws {
         guard key.count == salt.count else { throw ValidationError("give as many --salt as --key") }
         // The settings' own checks, here too: a bad value is a usage mistake of `serve`.
-        _ = try settings(ImgproxyEnvironment(ProcessInfo.processInfo.environment))
+        let environment = ImgproxyEnvironment(ProcessInfo.processInfo.environment)
+        _ = try settings(environment)
+        var configuration = ImageService.Configuration()
+        var rules = ProcessingURL.Rules()
+        try compatibility.apply(to: &configuration, rules: &rules, environment: environment)
+        _ = try compatibility.healthPath(environment)
     }
 
     /// The key and salt pairs from the options, else from the environment, each with
@@ -315,7 +323,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard settings.idleTimeout > 0, settings.idleTimeout <= 3600 else {
             throw ValidationError("--idle-timeout must be between 0 and 3600")
         }
-        settings.ttl = try ttl ?? environment.integer("IMGPROXY_TTL") ?? 3600
+        settings.ttl = try ttl ?? environment.integer("IMGPROXY_TTL") ?? 31_536_000
         settings.maxConnections =
             try maxConnections
             ?? environment.integer("IMGPROXY_MAX_CLIENTS").flatMap {
@@ -351,7 +359,7 @@ struct ServeCommand: AsyncParsableCommand {
         for name in settings.formatQuality.keys where ProcessingOptions.Format(name: name) == nil {
             throw ValidationError("--format-quality: \(name) is not a format")
         }
-        settings.autoWebP = try autoWebp ?? environment.flag("IMGPROXY_AUTO_WEBP") ?? true
+        settings.autoWebP = try autoWebp ?? environment.flag("IMGPROXY_AUTO_WEBP") ?? false
         settings.autoAVIF = try autoAvif ?? environment.flag("IMGPROXY_AUTO_AVIF") ?? false
         settings.autoJXL = try autoJxl ?? environment.flag("IMGPROXY_AUTO_JXL") ?? false
         let separator = environment.text("IMGPROXY_PRESETS_SEPARATOR") ?? ","
@@ -392,13 +400,13 @@ struct ServeCommand: AsyncParsableCommand {
         var maxAnimationFramePixels: Int?
         var timeout = 10.0
         var idleTimeout = 60.0
-        var ttl = 3600
+        var ttl = 31_536_000
         var maxConnections: Int?
         var workers: Int?
         var queue: Int?
         var quality = 80
         var formatQuality = ["webp": 79, "avif": 63, "jxl": 77]
-        var autoWebP = true
+        var autoWebP = false
         var autoAVIF = false
         var autoJXL = false
         var presets: [String] = []
@@ -478,6 +486,8 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.autoJXL = settings.autoJXL
         configuration.pngCompressionLevel = pngCompression
         var rules = ProcessingURL.Rules()
+        try compatibility.apply(to: &configuration, rules: &rules, environment: environment)
+        configuration.healthCheckPath = try compatibility.healthPath(environment)
         rules.onlyPresets = settings.onlyPresets
         rules.allowsSecurityOptions = settings.allowSecurityOptions
         for definition in settings.presets where !definition.hasPrefix("#") {

@@ -85,11 +85,15 @@ final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHandler {
             request.headerFields[.transferEncoding] == nil,
             request.headerFields[.contentLength].map({ $0 == "0" }) ?? true
         else { return nil }
-        let conditions = Conditions(
+        let configuration = service.configuration
+        // What the router would refuse or answer for this user alone goes to the router.
+        guard service.carriesSecret(request.headerFields[.authorization]), request.headerFields[.range] == nil,
+            configuration.cookies == .none || request.headerFields[.cookie] == nil
+        else { return nil }
+        let conditions = configuration.validators.conditions(
             ifNoneMatch: request.headerFields[.ifNoneMatch], ifModifiedSince: request.headerFields[.ifModifiedSince])
         let reply = service.cachedReply(
-            RequestKey(
-                path: path, accept: request.headerFields[.accept], configuration: service.configuration),
+            RequestKey(path: path, features: ClientFeatures(request.headerFields, configuration: configuration)),
             conditions: conditions)
         switch reply {
         case .image, .notModified: return reply
@@ -103,8 +107,12 @@ final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHandler {
         _ pending: Pending,
         context: ChannelHandlerContext
     ) {
-        let response = pending.answer.response
+        let response = pending.answer.response(service.configuration)
         var headers = response.headers
+        if let allowOrigin = service.configuration.allowOrigin {
+            headers[.accessControlAllowOrigin] = allowOrigin
+            headers[.accessControlAllowMethods] = "GET, OPTIONS"
+        }
         let body: ByteBuffer? = if case .image(let result) = pending.answer { result.body } else { nil }
         let bytes = body?.readableBytes ?? 0
         if response.status == .ok { headers[.contentLength] = String(bytes) }

@@ -36,10 +36,11 @@ extension ImageService {
     ) {
         let prefix = configuration.pathPrefix
         let group = router.group(RouterPath(prefix)).add(
-            middleware: AccessLog<Context>(logger: configuration.logger, metrics: metrics))
-        group.get("health") { _, _ in
-            Response(
-                status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
+            middleware: AccessLog<Context>(
+                logger: configuration.logger, metrics: metrics, allowOrigin: configuration.allowOrigin))
+        group.get("health") { _, _ in ImageService.health }
+        if let path = configuration.healthCheckPath, path != "/health" {
+            group.get(RouterPath(path)) { _, _ in ImageService.health }
         }
         group.get("metrics") { _, _ in
             guard let metricsText else { return Reply.failure(ServiceError(status: 404, "no metrics")).response }
@@ -47,36 +48,73 @@ extension ImageService {
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(string: metricsText())))
         }
+        group.get("favicon.ico") { _, _ in Reply.failure(ServiceError(status: 404, "not found")).response }
         group.post("info") { request, context in
-            await self.withBody(request, context) { body in
+            if let refused = self.refusedBySecret(request) { return refused }
+            return await self.withBody(request, context) { body in
                 await self.info(of: body, contentType: request.headers[.contentType])
-            }.response
+            }.response(self.configuration)
         }
         group.get("info/**") { request, context in
-            await self.info(path: request.uri.path, departure: { await ImageService.departure(context) }).response
+            if let refused = self.refusedBySecret(request) { return refused }
+            return await self.info(path: request.uri.path, departure: { await ImageService.departure(context) })
+                .response(self.configuration)
         }
         group.post("upload/**") { request, context in
+            if let refused = self.refusedBySecret(request) { return refused }
             guard self.configuration.allowsUploads else {
                 return Reply.failure(ServiceError(status: 404, "uploads are not enabled")).response
             }
             let path = request.uri.path.dropFirst(prefix.count + "/upload".count)
             return await self.withBody(request, context) { body in
                 await self.upload(
-                    optionsPath: path, body: body, accept: request.headers[.accept],
-                    contentType: request.headers[.contentType])
-            }.response
+                    optionsPath: path, body: body, headers: request.headers, contentType: request.headers[.contentType])
+            }.response(self.configuration)
         }
-        group.get("**") { request, context in await self.process(request, context).response }
+        group.get("**") { request, context in
+            if let refused = self.refusedBySecret(request) { return refused }
+            return await self.process(request, context).response(self.configuration, range: request.headers[.range])
+        }
         // HEAD: the same status and header fields, the length of the body, no body.
-        group.head("**") { request, context in await self.process(request, context).response.createHeadResponse() }
+        group.head("**") { request, context in
+            if let refused = self.refusedBySecret(request) { return refused }
+            return await self.process(request, context).response(self.configuration).createHeadResponse()
+        }
+        // OPTIONS: a CORS preflight's answer (the access log adds the CORS fields).
+        group.on("**", method: .options) { _, _ in
+            Response(status: .ok, headers: [.contentLength: "0"])
+        }
     }
 
-    /// The answer to a processing URL, with the request's `Accept` and conditional fields.
+    /// `GET /health`: imgproxy's answer, never cached.
+    static var health: Response {
+        Response(
+            status: .ok, headers: [.contentType: "text/plain", .cacheControl: "no-cache"],
+            body: .init(byteBuffer: ByteBuffer(string: "imgproxy is running")))
+    }
+
+    /// A 403 when a secret is set (``Configuration/secret``) and the request does not
+    /// carry it as `Authorization: Bearer {secret}` (compared in constant time).
+    private func refusedBySecret(_ request: Request) -> Response? {
+        guard !carriesSecret(request.headers[.authorization]) else { return nil }
+        return Reply.failure(ServiceError(status: 403, "invalid secret")).response(configuration)
+    }
+
+    /// Whether an `Authorization` value is `Bearer {secret}`, or no secret is set;
+    /// compared in the same time however many bytes match.
+    func carriesSecret(_ authorization: String?) -> Bool {
+        guard let secret = configuration.secret, !secret.isEmpty else { return true }
+        let expected = Array(("Bearer " + secret).utf8)
+        let given = Array((authorization ?? "").utf8)
+        var difference = expected.count == given.count ? 0 : 1
+        for index in expected.indices { difference |= Int(expected[index] ^ (index < given.count ? given[index] : 0)) }
+        return difference == 0
+    }
+
+    /// The answer to a processing URL, with the request's header fields.
     private func process<Context: RequestContext>(_ request: Request, _ context: Context) async -> Reply {
-        let conditions = Conditions(
-            ifNoneMatch: request.headers[.ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince])
-        return await process(
-            path: request.uri.path, accept: request.headers[.accept], conditions: conditions,
+        await process(
+            path: request.uri.path, headers: request.headers, authority: request.head.authority,
             departure: { await ImageService.departure(context) })
     }
 
@@ -152,24 +190,39 @@ enum Reply: Sendable {
     case upload([UInt8], contentType: String)
     case failure(ServiceError)
 
-    var response: Response {
+    /// imgproxy's `Content-Security-Policy`, sent with every answer: an image opened
+    /// as a document (an SVG passed through, an HTML page labelled as an image) runs
+    /// no script and loads nothing.
+    static let contentSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
+
+    /// The answer, errors as plain text.
+    var response: Response { response(nil) }
+
+    /// The answer under `configuration` (errors as HTML pages in development mode), a
+    /// single byte range of a source passed through when `range` asks for one.
+    func response(_ configuration: ImageService.Configuration?, range: String? = nil) -> Response {
+        var response: Response
         switch self {
         case .image(let result):
             var headers = Reply.headers(result.meta)
             headers[.contentType] = result.meta.contentType
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: result.body))
+            let status = HTTPResponse.Status(code: result.meta.status)
+            if let range, result.meta.status == 200, result.meta.extra[.acceptRanges] == "bytes" {
+                return Reply.ranged(result.body, range: range, headers: headers)
+            }
+            response = Response(status: status, headers: headers, body: .init(byteBuffer: result.body))
         case .notModified(let meta):
-            return Response(status: .notModified, headers: Reply.headers(meta))
+            response = Response(status: .notModified, headers: Reply.headers(meta, notModified: true))
         case .json(let bytes, let maxAge):
-            return Response(
+            response = Response(
                 status: .ok,
                 headers: [
                     .contentType: "application/json",
-                    .cacheControl: maxAge > 0 ? "public, max-age=\(maxAge)" : "no-store",
+                    .cacheControl: maxAge > 0 ? "max-age=\(maxAge), public" : "no-store",
                 ],
                 body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
         case .upload(let bytes, let contentType):
-            return Response(
+            response = Response(
                 status: .ok, headers: [.contentType: contentType, .cacheControl: "no-store"],
                 body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
         case .failure(let error):
@@ -178,20 +231,84 @@ enum Reply: Sendable {
             var headers: HTTPFields = [.contentType: "text/plain; charset=utf-8"]
             headers[.cacheControl] = error.cacheControl
             if error.status == 429 || error.status == 503 { headers[.retryAfter] = "1" }
-            return Response(
+            var body = error.message + "\n"
+            if configuration?.developmentErrors == true {
+                headers[.contentType] = "text/html; charset=utf-8"
+                body = Reply.errorPage(error)
+            }
+            response = Response(
                 status: HTTPResponse.Status(code: error.status), headers: headers,
-                body: .init(byteBuffer: ByteBuffer(string: error.message + "\n")))
+                body: .init(byteBuffer: ByteBuffer(string: body)))
         }
+        response.headers[.contentSecurityPolicy] = Reply.contentSecurityPolicy
+        return response
     }
 
-    /// The caching headers of an image or its 304.
-    static func headers(_ meta: ResponseMeta) -> HTTPFields {
-        let maxAge = max(0, Int(meta.freshUntil.timeIntervalSinceNow.rounded(.down)))
-        var headers: HTTPFields = [.cacheControl: "public, max-age=\(maxAge)", .eTag: meta.entityTag]
+    /// The header fields of an image or its 304: imgproxy's `Cache-Control`, the
+    /// validators, `Vary`, `Content-Disposition` and the extra fields.
+    static func headers(_ meta: ResponseMeta, notModified: Bool = false) -> HTTPFields {
+        var headers: HTTPFields = [.cacheControl: meta.caching.value(at: Date())]
+        if let tag = meta.entityTag { headers[.eTag] = tag }
         if let lastModified = meta.lastModified { headers[.lastModified] = lastModified }
-        if meta.variesByAccept { headers[.vary] = "Accept" }
-        if let disposition = meta.contentDisposition { headers[.contentDisposition] = disposition }
+        if let vary = meta.vary { headers[.vary] = vary }
+        if !notModified, let disposition = meta.contentDisposition { headers[.contentDisposition] = disposition }
+        headers.append(contentsOf: meta.extra)
         return headers
+    }
+
+    /// A 206 with the one range `range` asks for (`bytes=a-b`, `bytes=a-`, `bytes=-n`),
+    /// a 416 when it lies past the end, the whole body for anything else (several
+    /// ranges, another unit), as RFC 9110 allows.
+    static func ranged(_ body: ByteBuffer, range: String, headers: HTTPFields) -> Response {
+        var headers = headers
+        headers[.contentSecurityPolicy] = contentSecurityPolicy
+        let length = body.readableBytes
+        let whole = Response(status: .ok, headers: headers, body: .init(byteBuffer: body))
+        let spec = range.trimmingCharacters(in: .whitespaces)
+        guard spec.lowercased().hasPrefix("bytes="), !spec.contains(",") else { return whole }
+        let bounds = spec.dropFirst("bytes=".count).split(separator: "-", omittingEmptySubsequences: false).map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
+        guard bounds.count == 2 else { return whole }
+        var first: Int
+        var last: Int
+        if bounds[0].isEmpty {
+            guard let suffix = Int(bounds[1]), suffix > 0 else { return whole }
+            (first, last) = (max(0, length - suffix), length - 1)
+        } else {
+            guard let start = Int(bounds[0]), start >= 0 else { return whole }
+            first = start
+            if bounds[1].isEmpty {
+                last = length - 1
+            } else {
+                guard let end = Int(bounds[1]), end >= start else { return whole }
+                last = min(end, length - 1)
+            }
+        }
+        guard first < length, first <= last else {
+            headers[.contentRange] = "bytes */\(length)"
+            headers[.contentType] = "text/plain; charset=utf-8"
+            return Response(
+                status: .rangeNotSatisfiable, headers: headers,
+                body: .init(byteBuffer: ByteBuffer(string: "range not satisfiable\n")))
+        }
+        headers[.contentRange] = "bytes \(first)-\(last)/\(length)"
+        let part = body.getSlice(at: body.readerIndex + first, length: last - first + 1) ?? body
+        return Response(status: .partialContent, headers: headers, body: .init(byteBuffer: part))
+    }
+
+    /// imgproxy's development error page: the status, the message and the cause, escaped.
+    static func errorPage(_ error: ServiceError) -> String {
+        func escaped(_ text: String) -> String {
+            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+                .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+        }
+        return """
+            <!DOCTYPE html>
+            <html><head><meta charset="utf-8"><title>\(error.status) \(escaped(error.message))</title></head>
+            <body><h1>\(error.status)</h1><p>\(escaped(error.message))</p><pre>\(escaped(error.cause ?? ""))</pre></body></html>
+
+            """
     }
 }
 
@@ -208,6 +325,8 @@ extension ServiceError {
 struct AccessLog<Context: RequestContext>: RouterMiddleware {
     let logger: Logger
     let metrics: ServiceMetrics
+    /// imgproxy's `IMGPROXY_ALLOW_ORIGIN`: added to every answer with the methods.
+    var allowOrigin: String? = nil
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
@@ -222,6 +341,10 @@ struct AccessLog<Context: RequestContext>: RouterMiddleware {
         do {
             var response = try await FailureCause.$current.withValue(cause) { try await next(request, context) }
             response.headers[.requestID] = id
+            if let allowOrigin {
+                response.headers[.accessControlAllowOrigin] = allowOrigin
+                response.headers[.accessControlAllowMethods] = "GET, OPTIONS"
+            }
             log(
                 request, id: id, status: response.status.code, bytes: response.body.contentLength ?? 0, since: start,
                 cause: cause.text)

@@ -1,6 +1,8 @@
 import CoreMetrics
+import Crypto
 import Foundation
 import ImageLoader
+import HTTPTypes
 import ImageLoaderSupport
 import Logging
 import RasterImage
@@ -70,9 +72,48 @@ public final class ImageService: Service, Sendable {
         /// The longest a source's download may take (past it: 504, as imgproxy's
         /// `IMGPROXY_DOWNLOAD_TIMEOUT`).
         public var downloadTimeout: Duration = .seconds(5)
-        /// Seconds of `max-age` when the source states no freshness (local files, or a
-        /// response without `max-age` or `Expires`).
-        public var ttl = 3600
+        /// Seconds of `max-age` results are sent with (`Cache-Control: max-age=N, public`),
+        /// imgproxy's `IMGPROXY_TTL`: a year by default; 0 sends `no-cache`. A URL's
+        /// `exp` shortens it; ``cacheControlPassthrough`` replaces it with the source's.
+        public var ttl = 31_536_000
+        /// Send the source's own `Cache-Control` (or its `Expires` as a `max-age`)
+        /// instead of ``ttl`` when it has one (imgproxy's `IMGPROXY_CACHE_CONTROL_PASSTHROUGH`).
+        public var cacheControlPassthrough = false
+        /// Seconds a source that states no freshness (a local file, a response without
+        /// `max-age` or `Expires`) is taken as fresh: how long the result cache keeps
+        /// what is made from it without looking at the source again.
+        public var sourceTTL = 3600
+        /// The validators results are sent with and that conditional requests are
+        /// answered by (imgproxy's `IMGPROXY_USE_ETAG`, `IMGPROXY_ETAG_BUSTER`,
+        /// `IMGPROXY_USE_LAST_MODIFIED`, `IMGPROXY_LAST_MODIFIED_BUSTER`).
+        public var validators = Validators()
+        /// Send `Link: <source>; rel="canonical"` with results of http(s) sources
+        /// (imgproxy's `IMGPROXY_SET_CANONICAL_HEADER`).
+        public var canonicalHeader = false
+        /// Send `X-Origin-Width`, `X-Origin-Height`, `X-Result-Width`, `X-Result-Height`
+        /// and `X-Origin-Content-Length` with results (imgproxy's `IMGPROXY_ENABLE_DEBUG_HEADERS`).
+        public var debugHeaders = false
+        /// What is processed in place of a source that cannot be fetched (imgproxy's
+        /// `IMGPROXY_FALLBACK_IMAGE_DATA` and `_PATH`), with the status it is sent with
+        /// and its `max-age`.
+        public var fallbackImage: FallbackImage?
+        /// A secret every processing request must carry as `Authorization: Bearer
+        /// {secret}`, else 403 (imgproxy's `IMGPROXY_SECRET`): for a service behind a
+        /// CDN that adds it. `/health` does not ask for it.
+        public var secret: String?
+        /// The `Access-Control-Allow-Origin` sent with every answer, with
+        /// `Access-Control-Allow-Methods: GET, OPTIONS` (imgproxy's `IMGPROXY_ALLOW_ORIGIN`);
+        /// `nil`: no CORS header fields.
+        public var allowOrigin: String?
+        /// Pass the client's cookies on to sources (imgproxy's `IMGPROXY_COOKIE_PASSTHROUGH`).
+        /// Requests with cookies are neither answered from the caches nor stored in them.
+        public var cookies = CookiePassthrough.none
+        /// Another path `/health` is answered on (imgproxy's `IMGPROXY_HEALTH_CHECK_PATH`),
+        /// under ``pathPrefix``.
+        public var healthCheckPath: String?
+        /// Errors as an HTML page with the cause (imgproxy's `IMGPROXY_DEVELOPMENT_ERRORS_MODE`).
+        /// For development only: the cause names sources and addresses.
+        public var developmentErrors = false
         /// Seconds a 404 of the source may be cached downstream.
         public var notFoundTTL = 60
         /// Images decoded, resized and encoded at once (the loader's decoding threads).
@@ -110,16 +151,40 @@ public final class ImageService: Service, Sendable {
         /// AVIF 63, JPEG XL 77). A URL's `q` wins over its `fq`, which wins over these.
         public var formatQuality: [ProcessingOptions.Format: Int] = [.webp: 79, .avif: 63, .jxl: 77]
         /// Answer AVIF to requests whose `Accept` lists `image/avif` and whose URL names
-        /// no format (before WebP). Off by default: an AV1 encode costs several times a
-        /// WebP one (Benchmarks/README.md has the figures).
+        /// no format (before WebP; an animated result stays WebP or GIF), imgproxy's
+        /// `IMGPROXY_AUTO_AVIF`. Off by default: an AV1 encode costs several times a WebP
+        /// one (Benchmarks/README.md has the figures).
         public var autoAVIF = false
         /// Answer WebP to requests whose `Accept` lists `image/webp` and whose URL names no
-        /// format. On by default (imgproxy's `IMGPROXY_AUTO_WEBP` is off by default: every
-        /// browser of the last years takes WebP, and it is smaller than JPEG at the same quality).
-        public var autoWebP = true
+        /// format (imgproxy's `IMGPROXY_AUTO_WEBP`). Off by default, as imgproxy's, so a
+        /// deployment that moves from imgproxy answers what it answered.
+        public var autoWebP = false
         /// Answer JPEG XL to requests whose `Accept` lists `image/jxl` and whose URL names
-        /// no format (before AVIF and WebP). Off by default, as few browsers ask for it.
+        /// no format (before AVIF and WebP; not for animations), imgproxy's `IMGPROXY_AUTO_JXL`.
         public var autoJXL = false
+        /// Answer WebP to requests whose `Accept` lists it even when the URL names another
+        /// format (imgproxy's `IMGPROXY_ENFORCE_WEBP`).
+        public var enforceWebP = false
+        /// Answer AVIF to requests whose `Accept` lists it even when the URL names another
+        /// format, animations excepted (imgproxy's `IMGPROXY_ENFORCE_AVIF`).
+        public var enforceAVIF = false
+        /// Answer JPEG XL to requests whose `Accept` lists it even when the URL names
+        /// another format, animations excepted (imgproxy's `IMGPROXY_ENFORCE_JXL`).
+        public var enforceJXL = false
+        /// The formats a result takes when neither the URL nor `Accept` decides: the
+        /// source's own when it is listed, else the first listed that can hold the
+        /// result's animation and transparency, else the first (imgproxy's
+        /// `IMGPROXY_PREFERRED_FORMATS`; JPEG, PNG, GIF by default, so an animated GIF
+        /// stays an animated GIF and a WebP with alpha becomes a PNG).
+        public var preferredFormats: [ProcessingOptions.Format] = [.jpeg, .png, .gif]
+        /// Source formats sent as they are, without processing, when the URL names no
+        /// other format (imgproxy's `IMGPROXY_SKIP_PROCESSING_FORMATS`; a URL's `skp`
+        /// adds to these).
+        public var skipProcessingFormats: Set<ImageFormat> = []
+        /// Read the client hints `Sec-CH-DPR`/`DPR` and `Sec-CH-Width`/`Width` as the
+        /// URL's default `dpr` and width, and name them in `Vary` (imgproxy's
+        /// `IMGPROXY_ENABLE_CLIENT_HINTS`).
+        public var clientHints = false
         /// The compression level of PNG results, 0 (stored) to 9, as `PNGEncoder`'s.
         /// Photographs are written as literals under a Huffman code whatever the level;
         /// the level is libdeflate's for drawings, text and flat colour.
@@ -209,30 +274,53 @@ public final class ImageService: Service, Sendable {
     // MARK: Processing
 
     /// The answer to `GET {path}`, a processing URL, with the request's `Accept` and
-    /// conditional header fields.
-    /// `departure` is asked for only when the answer is not in the result cache.
+    /// conditional header fields (for tests and callers without a whole request).
     func process(
         path: String, accept: String?, conditions: Conditions,
         departure: @Sendable () async -> ClientDeparture? = { nil }
     ) async -> Reply {
-        let requestKey = RequestKey(path: path, accept: accept, configuration: configuration)
-        if let hit = cachedReply(requestKey, conditions: conditions) { return hit }
+        var headers = HTTPFields()
+        if let accept { headers[.accept] = accept }
+        if let tag = conditions.ifNoneMatch { headers[.ifNoneMatch] = tag }
+        if let since = conditions.ifModifiedSince { headers[.ifModifiedSince] = since }
+        return await process(path: path, headers: headers, departure: departure)
+    }
+
+    /// The answer to `GET {path}`, a processing URL, with the request's header fields:
+    /// `Accept` and the client hints (``ClientFeatures``), the conditional fields
+    /// (``Validators``), `Cookie` (``Configuration/cookies``).
+    /// `departure` is asked for only when the answer is not in the result cache.
+    func process(
+        path: String, headers: HTTPFields, authority: String? = nil,
+        departure: @Sendable () async -> ClientDeparture? = { nil }
+    ) async -> Reply {
+        let features = ClientFeatures(headers, configuration: configuration)
+        let conditions = configuration.validators.conditions(
+            ifNoneMatch: headers[.ifNoneMatch], ifModifiedSince: headers[.ifModifiedSince])
+        let requestKey = RequestKey(path: path, features: features)
+        // A request whose cookies may go to its source is its user's own: no cache answers it.
+        let mayPassCookies = configuration.cookies != .none && headers[.cookie] != nil
+        if !mayPassCookies, let hit = cachedReply(requestKey, conditions: conditions) { return hit }
         do {
             guard path.hasPrefix(configuration.pathPrefix) else { throw ServiceError(status: 404, "not found") }
             let url = try ProcessingURL.parse(
                 String(path.dropFirst(configuration.pathPrefix.count)), signature: configuration.signature,
-                allowsUnsigned: configuration.allowsUnsigned, rules: configuration.urlRules)
+                allowsUnsigned: configuration.allowsUnsigned, rules: configuration.urlRules,
+                starting: features.startingOptions)
             let allowed = try configuration.sources.check(url.source)
-            let key = ResultKey(
-                source: allowed.text, options: url.options,
-                automatic: url.format == nil ? requestKey.automatic : nil)
+            let cookie: String? =
+                if case .remote(let source) = allowed {
+                    configuration.cookies.cookie(for: source, request: headers, authority: authority)
+                } else { nil }
+            let key = ResultKey(source: allowed.text, options: url.options, formats: features.formats, cookie: cookie)
             let outcome = try await withTimeout(leavingWith: await departure()) {
                 try await self.shared.value(
                     for: ProcessingKey(result: key, conditions: conditions), product: nil,
                     priority: PriorityHandle(.normal)
                 ) { run in
                     try await self.admitted(run.priority) {
-                        try await self.produce(url, allowed, key, requestKey, conditions)
+                        try await self.produce(
+                            url, allowed, key, cookie == nil ? requestKey : nil, conditions, features: features)
                     }
                 }.value
             }
@@ -256,7 +344,7 @@ public final class ImageService: Service, Sendable {
     }
 
     /// Runs `body` once it may start (fetch, then wait for one of the loader's decoding
-    /// threads, then process): waits in the queue, or fails at once with 503 when it is full.
+    /// threads, then process): waits in the queue, or fails at once with 429 when it is full.
     /// The queue-depth gauge is set when a request arrives, when it leaves the queue and
     /// when it ends (served, refused or cancelled), so it falls back to 0 as the queue drains.
     func admitted<T: Sendable>(_ priority: PriorityHandle, _ body: () async throws -> T) async throws -> T {
@@ -268,12 +356,12 @@ public final class ImageService: Service, Sendable {
         }
     }
 
-    /// `body` in one of the places of request bodies; 503 when they and their queue are full.
+    /// `body` in one of the places of request bodies; 429 when they and their queue are full.
     func withBodyPlace<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         try await ImageService.run(in: bodies, PriorityHandle(.normal), body)
     }
 
-    /// `body` once `scheduler` has a place for it; 503 when its places and queue are full.
+    /// `body` once `scheduler` has a place for it; 429 when its places and queue are full.
     private static func run<T: Sendable>(
         in scheduler: WorkScheduler, _ priority: PriorityHandle, _ body: () async throws -> T
     ) async throws -> T {
@@ -284,7 +372,7 @@ public final class ImageService: Service, Sendable {
         }
     }
 
-    /// `body`, or 504 once the request's timeout passes, or 499 once `departure` says the
+    /// `body`, or 503 once the request's timeout passes, or 499 once `departure` says the
     /// client has gone (`body` is then cancelled).
     func withTimeout<T: Sendable>(
         leavingWith departure: ClientDeparture? = nil, _ body: @escaping @Sendable () async throws -> T
@@ -292,7 +380,7 @@ public final class ImageService: Service, Sendable {
         try await ImageService.withTimeout(configuration.timeout, leavingWith: departure, body)
     }
 
-    /// `body`, or 504 once `timeout` passes, or 499 once `departure` says the client has
+    /// `body`, or 503 once `timeout` passes, or 499 once `departure` says the client has
     /// gone (`body` is then cancelled).
     static func withTimeout<T: Sendable>(
         _ timeout: Duration, leavingWith departure: ClientDeparture?,
@@ -305,71 +393,138 @@ public final class ImageService: Service, Sendable {
         return value
     }
 
-    /// Fetches the source, answers 304 when the conditions match its entity tag, or
-    /// makes the image and keeps it in the result cache. The entity tag is known before
-    /// the source's header is read (it names the format the URL or `Accept` asked for,
-    /// else "the source's choice"), so a 304 reads nothing, and the header is read once:
-    /// by the decode that makes the image, or, for a source passed through, alone.
+    /// Fetches the source, answers 304 when the conditions match its validators (or
+    /// its origin, asked with them, answers 304), or makes the image and keeps it in
+    /// the result cache. The header is read once: by the decode that makes the image,
+    /// or, for a source passed through, alone. A source that cannot be fetched is
+    /// replaced by the fallback image, when there is one.
     private func produce(
-        _ url: ProcessingURL, _ allowed: SourcePolicy.Allowed, _ key: ResultKey, _ requestKey: RequestKey,
-        _ conditions: Conditions
+        _ url: ProcessingURL, _ allowed: SourcePolicy.Allowed, _ key: ResultKey, _ requestKey: RequestKey?,
+        _ conditions: Conditions, features: ClientFeatures
     ) async throws -> ProcessingOutcome {
-        let source = try await metrics.timingFetch { try await fetch(allowed) }
+        let now = Date()
+        let expires = url.options.expires.flatMap { $0 > 0 ? Date(timeIntervalSince1970: TimeInterval($0)) : nil }
+        var source: SourceData
+        var status = 200
+        do {
+            source = try await metrics.timingFetch { try await fetch(allowed, conditions: conditions, cookie: key.cookie) }
+        } catch let error as ImageLoadingError {
+            if case .notModified(let headers) = error.reason {
+                // The origin, asked with the client's validators, says its copy is current.
+                func value(_ name: String) -> String? { headers.first { $0.hasName(name) }?.value }
+                let answered = SourceData(
+                    bytes: [], contentType: nil, entityTag: value("ETag"), lastModified: value("Last-Modified"),
+                    freshFor: nil, tier: "revalidated", cacheControl: value("Cache-Control"), expires: value("Expires"))
+                return .notModified(meta(answered, url, allowed, format: url.format, now: now, expires: expires))
+            }
+            (source, status) = try fallback(for: ServiceError.from(error))
+        } catch let error as ServiceError {
+            (source, status) = try fallback(for: error)
+        }
         metrics.sourceFetched(from: source.tier)
         let limits = effectiveLimits(url.options.security)
         guard source.bytes.count <= limits.maxSourceBytes else {
             throw ServiceError.sourceTooLarge(bytes: limits.maxSourceBytes)
         }
+        if status == 200, conditions.matches(entityTag: source.entityTag, lastModified: source.lastModified) {
+            // Nothing is decoded for a 304: it carries no body, so no Content-Type.
+            return .notModified(meta(source, url, allowed, format: url.format, now: now, expires: expires))
+        }
         let sourceFormat = ImageFormat.sniff(source.bytes.prefix(ImageFormat.sniffLength))
+        let skipped = url.options.skipProcessing.union(configuration.skipProcessingFormats)
         let passesThrough =
             url.options.raw
-            || (sourceFormat.map(url.options.skipProcessing.contains) ?? false
+            || (sourceFormat.map(skipped.contains) ?? false
                 && (url.format == nil || url.format?.imageFormat == sourceFormat))
-        // The format the URL names, else the one `Accept` chose (then the answer varies by
-        // it), else PNG or JPEG by the source's alpha, once the decode has read its header.
-        let named = passesThrough ? nil : url.format ?? key.automatic
-        let now = Date()
-        var freshFor = min(source.freshFor ?? TimeInterval(configuration.ttl), ImageService.maxFreshness)
-        // A URL that expires is not kept, or sent as fresh, past its time.
-        if let expires = url.options.expires, expires > 0 {
-            freshFor = max(0, min(freshFor, TimeInterval(expires) - now.timeIntervalSince1970))
-        }
-        let entityTag = ResponseRules.entityTag(
-            source: key.source, validator: source.validator, options: url.options, format: named)
-        func meta(contentType: String, format: ProcessingOptions.Format?) -> ResponseMeta {
-            ResponseMeta(
-                contentType: contentType, entityTag: entityTag, lastModified: source.lastModified,
-                variesByAccept: !passesThrough && url.format == nil, freshUntil: now.addingTimeInterval(freshFor),
-                contentDisposition: ResponseRules.contentDisposition(
-                    filename: url.options.filename, source: allowed.text, format: format,
-                    attachment: url.options.returnAttachment))
-        }
-        if conditions.matches(entityTag: entityTag, lastModified: source.lastModified) {
-            // Nothing is read for a 304: it carries no body, so no Content-Type, and its
-            // Content-Disposition is left out where only decoding would tell the format
-            // (caches keep the stored one).
-            var notModified = meta(contentType: named?.contentType ?? "", format: named)
-            if named == nil && !passesThrough { notModified.contentDisposition = nil }
-            return .notModified(notModified)
-        }
-        let result: ProcessedResult
+        var result: ProcessedResult
         if passesThrough {
             let info = try header(of: source.bytes, limits: limits)
-            result = ProcessedResult(bytes: source.bytes, meta: meta(contentType: info.contentType, format: nil))
+            var made = meta(
+                source, url, allowed, format: ProcessingOptions.Format(info.format), now: now, expires: expires,
+                contentType: info.contentType)
+            made.extra[.acceptRanges] = "bytes"
+            if configuration.debugHeaders { made.extra.addDebugFields(origin: info.uprightSize, result: info.uprightSize) }
+            made.vary = nil
+            result = ProcessedResult(bytes: source.bytes, meta: made)
         } else {
+            let requested = url.format
+            let options = url.options
+            let preferred = configuration.preferredFormats
             let made = try await metrics.timingProcessing {
-                try await process(
-                    source.bytes, url.options, limits: limits, contentType: source.contentType
-                ) { info in
-                    // `Accept` was read already (`named`): the rule's fallback by alpha is what is left.
-                    ResponseRules.format(requested: named, accept: nil, hasAlpha: info.hasAlpha).format
+                try await process(source.bytes, url.options, limits: limits, contentType: source.contentType) {
+                    info, animated in
+                    ResponseRules.outputFormat(
+                        requested: requested, features: features, source: info.format, animated: animated,
+                        expectsTransparency: options.expectsTransparency(sourceHasAlpha: info.hasAlpha),
+                        preferred: preferred)
                 }
             }
-            result = ProcessedResult(
-                bytes: made.bytes, meta: meta(contentType: made.format.contentType, format: made.format))
+            var produced = meta(
+                source, url, allowed, format: made.format, now: now, expires: expires,
+                contentType: made.format.contentType)
+            if configuration.debugHeaders { produced.extra.addDebugFields(origin: made.origin, result: made.result) }
+            result = ProcessedResult(bytes: made.bytes, meta: produced)
         }
-        if let results, freshFor > 0 { results.insert(result, for: requestKey) }
+        if status != 200 {
+            result.meta.status = status
+            if let ttl = configuration.fallbackImage?.ttl, ttl > 0 { result.meta.caching = .maxAge(ttl) }
+        }
+        if configuration.debugHeaders { result.meta.extra[.originContentLength] = String(source.bytes.count) }
+        if let results, let requestKey, status == 200, result.meta.keepUntil > now {
+            results.insert(result, for: requestKey)
+        }
         return .processed(result)
+    }
+
+    /// The fallback image as the source, with the status it is sent with; `failure`
+    /// itself when there is none.
+    private func fallback(for failure: ServiceError) throws -> (SourceData, Int) {
+        guard let image = configuration.fallbackImage, failure.status != 499 else { throw failure }
+        if let cause = failure.cause { configuration.logger.warning("source failed, fallback image sent: \(cause)") }
+        let source = SourceData(
+            bytes: image.bytes, contentType: nil, entityTag: nil, lastModified: nil, freshFor: 0, tier: "fallback")
+        return (source, image.status ?? failure.status)
+    }
+
+    /// The header fields of a result of `source` in `format` (`nil` for a 304 that
+    /// knows none): the source's validators as ``Configuration/validators`` passes them
+    /// on, `Cache-Control` by imgproxy's rules, `Vary`, `Content-Disposition` and `Link`.
+    private func meta(
+        _ source: SourceData, _ url: ProcessingURL, _ allowed: SourcePolicy.Allowed, format: ProcessingOptions.Format?,
+        now: Date, expires: Date?, contentType: String = ""
+    ) -> ResponseMeta {
+        // The result cache keeps a result while its source is fresh (and the URL valid).
+        var keepFor = min(source.freshFor ?? TimeInterval(configuration.sourceTTL), ImageService.maxFreshness)
+        if let expires { keepFor = max(0, min(keepFor, expires.timeIntervalSince(now))) }
+        var meta = ResponseMeta(
+            contentType: contentType, sourceTag: source.entityTag, sourceLastModified: source.lastModified,
+            entityTag: configuration.validators.entityTag(source: source.entityTag),
+            lastModified: configuration.validators.lastModified(source: source.lastModified),
+            vary: ClientFeatures.vary(configuration), keepUntil: now.addingTimeInterval(keepFor),
+            caching: clientCaching(source, expires: expires),
+            contentDisposition: ResponseRules.contentDisposition(
+                filename: url.options.filename, source: allowed.text, format: format,
+                attachment: url.options.returnAttachment))
+        if configuration.canonicalHeader, case .remote(let link) = allowed {
+            meta.extra[HTTPField.Name("Link")!] = "<\(link.absoluteString)>; rel=\"canonical\""
+        }
+        return meta
+    }
+
+    /// `Cache-Control` by imgproxy's rules: a URL's `exp` caps the TTL; else the
+    /// source's own (passed through when asked); else the TTL.
+    private func clientCaching(_ source: SourceData, expires: Date?) -> ClientCaching {
+        let ttl = configuration.ttl
+        var rule = ClientCaching.maxAge(ttl)
+        if configuration.cacheControlPassthrough {
+            if let control = source.cacheControl, !control.isEmpty {
+                rule = .verbatim(control)
+            } else if let date = source.expires.flatMap(HTTPDate.parse) {
+                rule = .until(date, cap: .max, otherwise: rule)
+            }
+        }
+        if let expires { rule = .until(expires, cap: ttl, otherwise: rule) }
+        return rule
     }
 
     /// The header of a source sent as it is: read, and its size held to the limits, as
@@ -393,9 +548,8 @@ public final class ImageService: Service, Sendable {
             maxSourcePixels: min(configuration.maxSourcePixels, security.maxSourcePixels ?? .max),
             maxResultSide: min(configuration.maxResultSide, security.maxResultSide ?? .max),
             maxAnimationFrames: min(max(1, configuration.maxAnimationFrames), security.maxAnimationFrames ?? .max),
-            maxAnimationFramePixels: min(
-                configuration.maxAnimationFramePixels ?? configuration.maxSourcePixels,
-                security.maxAnimationFramePixels ?? .max))
+            maxAnimationFramePixels: [configuration.maxAnimationFramePixels, security.maxAnimationFramePixels]
+                .compactMap { $0 }.min())
     }
 
     /// The encoded result of `bytes` with `options`, in the format `format` picks from the
@@ -405,8 +559,8 @@ public final class ImageService: Service, Sendable {
     /// is decided there, before any pixel is decoded.
     func process(
         _ bytes: [UInt8], _ options: ProcessingOptions, limits: EffectiveLimits, contentType: String?,
-        format: @escaping @Sendable (ImageInfo) -> ProcessingOptions.Format
-    ) async throws -> (bytes: [UInt8], format: ProcessingOptions.Format) {
+        format: @escaping @Sendable (ImageInfo, _ animated: Bool) -> ProcessingOptions.Format
+    ) async throws -> ProcessingChoice.Made {
         // EXIF kept as the options say: all of it, or only the copyright (the default, as imgproxy's).
         let kept: PhotoMetadata.Kept? = !options.stripMetadata ? .all : options.keepCopyright ? .copyright : nil
         let exif = kept.flatMap {
@@ -419,7 +573,7 @@ public final class ImageService: Service, Sendable {
             output: { [configuration] format, quality, keepsProfile in
                 ImageService.outputFormat(format, quality: quality, keepsProfile: keepsProfile, configuration)
             }, shrinkOnLoad: configuration.shrinkOnLoad, watermark: watermark)
-        let outcome: Result<([UInt8], ProcessingOptions.Format), ServiceError>
+        let outcome: Result<ProcessingChoice.Made, ServiceError>
         do {
             outcome = try await loader.processing(bytes, declaredContentType: contentType) { decoder in
                 // The request's own failures keep their status; decoders' errors go on to
@@ -475,14 +629,22 @@ public final class ImageService: Service, Sendable {
     /// A year: the longest `max-age` the service sends.
     static let maxFreshness: TimeInterval = 365 * 86_400
 
-    /// The source's bytes and what identifies their version.
-    private func fetch(_ allowed: SourcePolicy.Allowed) async throws -> SourceData {
+    /// The source's bytes and their validators. A remote source goes through the
+    /// loader, with the client's conditions (for an origin the loader has nothing
+    /// stored from: ``ImageLoadingError/Reason/notModified(headers:)`` when it answers
+    /// 304) and, when passed on, its cookies (neither from nor into the caches).
+    private func fetch(_ allowed: SourcePolicy.Allowed, conditions: Conditions, cookie: String?) async throws
+        -> SourceData
+    {
         switch allowed {
         case .remote(let url):
-            let data = try await loader.data(for: url)
-            let validator =
-                data.value("ETag") ?? data.value("Last-Modified").map { "date:" + $0 }
-                ?? "sha256:" + ImageLoader.digest(of: data.bytes)
+            var options = LoadOptions()
+            options.clientValidators = conditions.fields
+            if let cookie {
+                options.headers = [HeaderField("Cookie", cookie)]
+                options.bypassesCache = true
+            }
+            let data = try await loader.data(for: url, options: options)
             let tier =
                 switch data.source {
                 case .disk: "disk"
@@ -491,8 +653,9 @@ public final class ImageService: Service, Sendable {
                 default: "network"
                 }
             return SourceData(
-                bytes: data.bytes, contentType: data.value("Content-Type"), validator: validator,
-                lastModified: data.value("Last-Modified"), freshFor: data.freshFor, tier: tier)
+                bytes: data.bytes, contentType: data.value("Content-Type"), entityTag: data.value("ETag"),
+                lastModified: data.value("Last-Modified"), freshFor: data.freshFor, tier: tier,
+                cacheControl: data.value("Cache-Control"), expires: data.value("Expires"))
         case .file(let path):
             let maxBytes = configuration.maxSourceBytes
             let read = try await fileReads.run {
@@ -510,8 +673,7 @@ public final class ImageService: Service, Sendable {
             }
             let (status, bytes) = try read.get()
             return SourceData(
-                bytes: bytes, contentType: nil,
-                validator: "file:" + status.version,
+                bytes: bytes, contentType: nil, entityTag: SourceData.fileTag(path: path, status),
                 lastModified: HTTPDate.format(Date(timeIntervalSince1970: TimeInterval(status.modifiedSeconds))),
                 freshFor: nil, tier: "local")
         }
@@ -546,7 +708,9 @@ public final class ImageService: Service, Sendable {
             let limits = effectiveLimits(url.options.security)
             let (json, freshFor) = try await withTimeout(leavingWith: await departure()) {
                 try await self.admitted(PriorityHandle(.normal)) {
-                    let source = try await self.metrics.timingFetch { try await self.fetch(allowed) }
+                    let source = try await self.metrics.timingFetch {
+                        try await self.fetch(allowed, conditions: Conditions(), cookie: nil)
+                    }
                     guard source.bytes.count <= limits.maxSourceBytes else {
                         throw ServiceError.sourceTooLarge(bytes: limits.maxSourceBytes)
                     }
@@ -581,24 +745,34 @@ public final class ImageService: Service, Sendable {
         return Array(try encoder.encode(described)) + [10]
     }
 
-    /// `POST /upload/{options}`: the thumbnail of the body, never cached downstream.
-    func upload(optionsPath: Substring, body: [UInt8], accept: String?, contentType: String?) async -> Reply {
+    /// `POST /upload/{options}`: the thumbnail of the body, never cached downstream; its
+    /// format chosen as a URL's (``ResponseRules/outputFormat(requested:features:source:animated:expectsTransparency:preferred:)``).
+    func upload(optionsPath: Substring, body: [UInt8], headers: HTTPFields, contentType: String?) async -> Reply {
         do {
-            let options = try ProcessingURL.parseOptions(optionsPath, rules: configuration.urlRules)
+            let features = ClientFeatures(headers, configuration: configuration)
+            let options = try ProcessingURL.parseOptions(
+                optionsPath, rules: configuration.urlRules, starting: features.startingOptions)
             let limits = effectiveLimits(options.security)
-            let (autoAVIF, autoJXL, autoWebP) = (configuration.autoAVIF, configuration.autoJXL, configuration.autoWebP)
-            let (bytes, format) = try await metrics.timingProcessing {
-                try await self.process(body, options, limits: limits, contentType: contentType) { info in
-                    ResponseRules.format(
-                        requested: options.format, accept: accept, hasAlpha: info.hasAlpha, autoAVIF: autoAVIF,
-                        autoJXL: autoJXL, autoWebP: autoWebP
-                    ).format
+            let preferred = configuration.preferredFormats
+            let made = try await metrics.timingProcessing {
+                try await self.process(body, options, limits: limits, contentType: contentType) { info, animated in
+                    ResponseRules.outputFormat(
+                        requested: options.format, features: features, source: info.format, animated: animated,
+                        expectsTransparency: options.expectsTransparency(sourceHasAlpha: info.hasAlpha),
+                        preferred: preferred)
                 }
             }
-            return .upload(bytes, contentType: format.contentType)
+            return .upload(made.bytes, contentType: made.format.contentType)
         } catch {
             return .failure(ServiceError.from(error))
         }
+    }
+}
+
+extension ImageInfo {
+    /// The width and height as shown, after the orientation.
+    var uprightSize: (width: Int, height: Int) {
+        orientation.swapsDimensions ? (height, width) : (width, height)
     }
 }
 
@@ -608,12 +782,31 @@ struct EffectiveLimits: Sendable {
     let maxSourcePixels: Int
     var maxResultSide: Int
     let maxAnimationFrames: Int
-    let maxAnimationFramePixels: Int
+    /// The largest frame of an animation; `nil`: the frames kept together are held to
+    /// ``maxSourcePixels``, as imgproxy's.
+    let maxAnimationFramePixels: Int?
 
-    /// Throws 413 when a source's header says more pixels than allowed.
+    /// Throws 422 when a source's header says more pixels than allowed.
     func checkPixels(of info: ImageInfo) throws {
         guard Checked.multiply(info.width, info.height).map({ $0 <= maxSourcePixels }) ?? false else {
             throw ServiceError.sourceTooLarge(pixels: maxSourcePixels)
+        }
+    }
+
+    /// Throws 422 when an animation kept with `frames` frames has more pixels than
+    /// allowed, as imgproxy's `CheckDimensions`: each frame against
+    /// ``maxAnimationFramePixels`` when it is set, else all of them together against
+    /// ``maxSourcePixels``.
+    func checkAnimation(of info: ImageInfo, frames: Int) throws {
+        let framePixels = Checked.multiply(info.width, info.height)
+        if let limit = maxAnimationFramePixels {
+            guard framePixels.map({ $0 <= limit }) ?? false else {
+                throw ServiceError(status: 422, "animation frames larger than \(limit) pixels")
+            }
+        } else {
+            guard framePixels.flatMap({ Checked.multiply($0, frames) }).map({ $0 <= maxSourcePixels }) ?? false else {
+                throw ServiceError.sourceTooLarge(pixels: maxSourcePixels)
+            }
         }
     }
 }
@@ -630,37 +823,28 @@ enum ProcessingOutcome: Sendable {
     case processed(ProcessedResult)
 }
 
-/// The request's conditional header fields.
-struct Conditions: Hashable, Sendable {
-    var ifNoneMatch: String?
-    var ifModifiedSince: String?
-
-    /// Whether a response with `meta` is "not modified" for these conditions
-    /// (RFC 9110 §13.2.2: `If-None-Match` first; `If-Modified-Since` only without it).
-    func matches(_ meta: ResponseMeta) -> Bool {
-        matches(entityTag: meta.entityTag, lastModified: meta.lastModified)
-    }
-
-    /// Whether a response with this entity tag and `Last-Modified` is "not modified".
-    func matches(entityTag: String, lastModified: String?) -> Bool {
-        if let ifNoneMatch { return ResponseRules.matches(ifNoneMatch: ifNoneMatch, tag: entityTag) }
-        guard let ifModifiedSince, let since = HTTPDate.parse(ifModifiedSince),
-            let modified = lastModified.flatMap(HTTPDate.parse)
-        else { return false }
-        return modified <= since
-    }
-}
-
 /// A source as fetched.
 struct SourceData: Sendable {
     let bytes: [UInt8]
     let contentType: String?
-    /// What changes when the source changes: its ETag, its Last-Modified, a digest.
-    let validator: String
+    /// The source's `ETag` (for a local file: a digest of its path, size and time, as imgproxy makes it).
+    let entityTag: String?
     let lastModified: String?
     let freshFor: TimeInterval?
     /// Where it came from, for the hit metrics.
     let tier: String
+    /// The origin's `Cache-Control` and `Expires`, for ``ImageService/Configuration/cacheControlPassthrough``.
+    var cacheControl: String? = nil
+    var expires: String? = nil
+
+    /// A local file's entity tag: the SHA-256 of its path, size and modification time
+    /// in nanoseconds, in quoted base64url.
+    static func fileTag(path: String, _ status: FileStatus) -> String {
+        let nanoseconds = Checked.saturatingAdd(
+            Checked.saturatingMultiply(status.modifiedSeconds, 1_000_000_000), status.modifiedNanoseconds)
+        let digest = SHA256.hash(data: Array("\(path)__\(status.size)__\(nanoseconds)".utf8))
+        return "\"" + URLSignature.base64URL(Array(digest)) + "\""
+    }
 }
 
 extension SourcePolicy.Allowed {

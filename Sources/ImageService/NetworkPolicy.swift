@@ -31,6 +31,14 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
     /// IPv4-mapped (`::ffff:a.b.c.d`), IPv4-translated (`::ffff:0:a.b.c.d`),
     /// IPv4-compatible (`::a.b.c.d`, deprecated), NAT64 (`64:ff9b::a.b.c.d`) and 6to4
     /// (`2002:aabb:ccdd::`).
+    /// The IPv4 client address a Teredo address (2001::/32) carries, obfuscated in its last bytes.
+    var teredoIPv4: IPAddress? {
+        guard case .v6(let b) = self, b.count == 16, b[0] == 0x20, b[1] == 0x01, b[2] == 0, b[3] == 0 else {
+            return nil
+        }
+        return .v4(b[12] ^ 0xff, b[13] ^ 0xff, b[14] ^ 0xff, b[15] ^ 0xff)
+    }
+
     var embeddedIPv4: IPAddress? {
         guard case .v6(let b) = self, b.count == 16 else { return nil }
         let zeros = b[0..<10].allSatisfy { $0 == 0 }
@@ -66,6 +74,17 @@ public struct NetworkPolicy: Sendable, Hashable {
     /// internal origin, without opening the whole network.
     public var allowedAddresses: Set<IPAddress>
 
+    /// Also allow loopback and unspecified addresses (127.0.0.0/8, ::1, 0.0.0.0, ::),
+    /// imgproxy's `IMGPROXY_ALLOW_LOOPBACK_SOURCE_ADDRESSES`.
+    public var allowsLoopback = false
+    /// Also allow link-local addresses (169.254.0.0/16, fe80::/10, and their multicast),
+    /// imgproxy's `IMGPROXY_ALLOW_LINK_LOCAL_SOURCE_ADDRESSES`. Cloud metadata services
+    /// live there: allow with care.
+    public var allowsLinkLocal = false
+    /// Also allow private addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7),
+    /// imgproxy's `IMGPROXY_ALLOW_PRIVATE_SOURCE_ADDRESSES`.
+    public var allowsPrivate = false
+
     /// Public addresses only, plus `allowedAddresses`; every address when `allowsPrivateNetworks`.
     public init(allowsPrivateNetworks: Bool = false, allowedAddresses: Set<IPAddress> = []) {
         self.allowsPrivateNetworks = allowsPrivateNetworks
@@ -75,9 +94,41 @@ public struct NetworkPolicy: Sendable, Hashable {
     /// Public addresses only: the default.
     public static let publicOnly = NetworkPolicy()
 
-    /// Whether a connection to `address` is allowed.
+    /// Whether a connection to `address` is allowed. An IPv6 address that carries an
+    /// IPv4 one (mapped, compatible, NAT64, 6to4, Teredo) is judged by that address.
     public func allows(_ address: IPAddress) -> Bool {
-        allowsPrivateNetworks || allowedAddresses.contains(address) || NetworkPolicy.isPublic(address)
+        if allowsPrivateNetworks || allowedAddresses.contains(address) || NetworkPolicy.isPublic(address) {
+            return true
+        }
+        let judged = address.embeddedIPv4 ?? address.teredoIPv4 ?? address
+        switch NetworkPolicy.kind(of: judged) {
+        case .loopback: return allowsLoopback
+        case .linkLocal: return allowsLinkLocal
+        case .private: return allowsPrivate
+        case nil: return false
+        }
+    }
+
+    /// imgproxy's classes of addresses that are not public.
+    enum Kind { case loopback, linkLocal, `private` }
+
+    static func kind(of address: IPAddress) -> Kind? {
+        switch address {
+        case .v4(let a, let b, let c, let d):
+            if a == 127 || (a == 0 && b == 0 && c == 0 && d == 0) { return .loopback }
+            if a == 169 && b == 254 { return .linkLocal }
+            if a == 224 && b == 0 && c == 0 { return .linkLocal }
+            if a == 10 || (a == 172 && (16...31).contains(b)) || (a == 192 && b == 168) { return .private }
+            if a == 100 && (64...127).contains(b) { return .private }
+            return nil
+        case .v6(let bytes):
+            guard bytes.count == 16 else { return nil }
+            if bytes[0..<15].allSatisfy({ $0 == 0 }) && bytes[15] <= 1 { return .loopback }
+            if bytes[0] == 0xfe && bytes[1] & 0xc0 == 0x80 { return .linkLocal }
+            if bytes[0] == 0xff && bytes[1] & 0x0f == 0x02 { return .linkLocal }
+            if bytes[0] & 0xfe == 0xfc { return .private }
+            return nil
+        }
     }
 
     /// Whether `address` is a public unicast address.

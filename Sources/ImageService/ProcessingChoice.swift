@@ -11,6 +11,17 @@ struct ProcessingChoice {
     let decode: ThumbnailOptions
     /// The general path's processor and what it planned, `nil` in one pass.
     let general: (processor: ImageProcessor, planned: ImageProcessor.Planned)?
+    /// The source's size, upright (imgproxy's `X-Origin-Width`/`-Height`).
+    let origin: (width: Int, height: Int)
+
+    /// A request's result: the encoded bytes, their format, and the source's and the
+    /// result's sizes (upright).
+    struct Made: Sendable {
+        let bytes: [UInt8]
+        let format: ProcessingOptions.Format
+        let origin: (width: Int, height: Int)
+        let result: (width: Int, height: Int)
+    }
 
     /// Chooses for one request, on the worker that decodes it.
     struct Planner: Sendable {
@@ -20,7 +31,8 @@ struct ProcessingChoice {
         let decodingLimits: DecodingLimits
         /// The EXIF block the result keeps, if any.
         let exif: [UInt8]?
-        let format: @Sendable (ImageInfo) -> ProcessingOptions.Format
+        /// The result's format, from the header and whether the result would be animated.
+        let format: @Sendable (ImageInfo, _ animated: Bool) -> ProcessingOptions.Format
         /// The encoder for a format, a quality (`nil`: the service's) and whether the profile is kept.
         let output: @Sendable (ProcessingOptions.Format, Int?, Bool) -> OutputFormat
         let shrinkOnLoad: ThumbnailOptions.ShrinkOnLoad
@@ -29,9 +41,7 @@ struct ProcessingChoice {
         /// The encoded result of `bytes` and its format: one decode, which reads the
         /// header and makes its choice (``choice(for:)``), then the general path's steps,
         /// then the encoder.
-        func encoded(_ bytes: [UInt8], decoder: any ImageDecoding) throws -> (
-            bytes: [UInt8], format: ProcessingOptions.Format
-        ) {
+        func encoded(_ bytes: [UInt8], decoder: any ImageDecoding) throws -> Made {
             var choice: ProcessingChoice?
             let decoded = try decoder.thumbnail(.bytes(bytes), limits: decodingLimits) { info in
                 let chosen = try self.choice(for: info)
@@ -40,41 +50,48 @@ struct ProcessingChoice {
             }
             guard let choice else { throw ServiceError(status: 500, "the decoder did not read the header") }
             let image = try choice.general.map { try $0.processor.finish(decoded, $0.planned) } ?? decoded
-            return (try ImageService.encode(image, as: choice.output, maxBytes: options.maxBytes), choice.format)
+            return Made(
+                bytes: try ImageService.encode(image, as: choice.output, maxBytes: options.maxBytes),
+                format: choice.format, origin: choice.origin, result: (image.width, image.height))
         }
 
         /// The choice for a source with this header; throws 413 past the pixel limit.
         func choice(for info: ImageInfo) throws -> ProcessingChoice {
             try limits.checkPixels(of: info)
-            let format = format(info)
+            // As imgproxy: the frames kept are the first `maxAnimationFrames`
+            // (`min(pages, maxAnimationFrames)`); the format is chosen knowing whether the
+            // result would be animated, and the result is animated when it keeps them.
+            let kept = min(info.frameCount, limits.maxAnimationFrames)
+            let format = format(info, kept > 1)
             var output = output(format, options.quality(for: format), !options.stripColorProfile)
             if let exif { output = output.with(exif: exif) }
-            // Animated when allowed and the frames kept (the first `maxAnimationFrames`, as
-            // imgproxy's `min(pages, maxAnimationFrames)`), at the source's size, fit the
-            // decoding limits; else the first frame.
-            let framePixels = Checked.multiply(info.width, info.height)
-            let kept = min(info.frameCount, limits.maxAnimationFrames)
-            let animated =
-                kept > 1 && framePixels.map { $0 <= limits.maxAnimationFramePixels } ?? false
-                && framePixels.flatMap { Checked.multiply($0, kept) }.map {
-                    $0 <= decodingLimits.maxTotalPixels && $0 <= decodingLimits.maxTotalBytes / 4
-                } ?? false
-                && format.keepsAnimation
+            var animated = kept > 1 && format.keepsAnimation
+            if animated {
+                try limits.checkAnimation(of: info, frames: kept)
+                // Past the decoder's own working limits, the first frame (they bound
+                // memory, whatever the service's settings allow).
+                animated =
+                    Checked.multiply(info.width, info.height).flatMap { Checked.multiply($0, kept) }.map {
+                        $0 <= decodingLimits.maxTotalPixels && $0 <= decodingLimits.maxTotalBytes / 4
+                    } ?? false
+            }
             let frames: FrameSelection = !animated ? .first : kept < info.frameCount ? .prefix(kept) : .all
+            let origin = info.orientation.swapsDimensions ? (info.height, info.width) : (info.width, info.height)
             // Formats with a smaller limit on a side scale results down to it, as imgproxy's `fixSize`.
             let maxResultSide = format == .webp ? min(limits.maxResultSide, 16_383) : limits.maxResultSide
             if !options.needsGeneralPath && !animated {
-                let upright = info.orientation.swapsDimensions ? (info.height, info.width) : (info.width, info.height)
                 var thumbnail = options.thumbnailOptions(
-                    sourceWidth: upright.0, sourceHeight: upright.1, maxResultSide: maxResultSide)
+                    sourceWidth: origin.0, sourceHeight: origin.1, maxResultSide: maxResultSide)
                 thumbnail.shrinkOnLoad = shrinkOnLoad
-                return ProcessingChoice(format: format, output: output, decode: thumbnail, general: nil)
+                return ProcessingChoice(
+                    format: format, output: output, decode: thumbnail, general: nil, origin: origin)
             }
             let processor = ImageProcessor(
                 options: options, info: info, maxResultSide: maxResultSide, shrinkOnLoad: shrinkOnLoad,
                 limits: decodingLimits, watermark: watermark, frames: frames)
             let (decode, planned) = try processor.firstDecode()
-            return ProcessingChoice(format: format, output: output, decode: decode, general: (processor, planned))
+            return ProcessingChoice(
+                format: format, output: output, decode: decode, general: (processor, planned), origin: origin)
         }
     }
 }

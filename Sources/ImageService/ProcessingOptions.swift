@@ -322,6 +322,13 @@ public struct ProcessingOptions: Sendable, Hashable {
             || background != nil || maxBytes > 0
     }
 
+    /// Whether the result may have transparent pixels, as imgproxy judges it when it
+    /// picks a format: the source's alpha, padding or `extend`, unless a background
+    /// flattens them.
+    func expectsTransparency(sourceHasAlpha: Bool) -> Bool {
+        background == nil && (sourceHasAlpha || !padding.isEmpty || extend.enabled)
+    }
+
     /// The quality for `format`: `q`'s, else `fq`'s, else `nil` (the service's), in
     /// imgproxy's order.
     func quality(for format: Format) -> Int? { quality ?? formatQuality[format] }
@@ -584,8 +591,12 @@ extension ProcessingOptions {
         if reader.text(start + 3) != nil { extend = try reader.extend(from: start + 3) }
     }
 
-    /// A source format by the names `skp` takes.
-    static func sourceFormat(named name: String) -> ImageFormat? {
+    /// A source format by the names `skp` takes (imgproxy's: `jpg`, `heic`, `tiff`...).
+    ///
+    /// ```swift
+    /// ProcessingOptions.sourceFormat(named: "heic")  // .heif
+    /// ```
+    public static func sourceFormat(named name: String) -> ImageFormat? {
         switch name.lowercased() {
         case "jpg", "jpeg": .jpeg
         case "png": .png

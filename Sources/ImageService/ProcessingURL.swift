@@ -181,6 +181,18 @@ public struct ProcessingURL: Sendable, Hashable {
                     of: #"\$\{(\d+)\}"#, with: "\\$$1", options: .regularExpression)
             }
 
+            /// imgproxy's form (`IMGPROXY_URL_REPLACEMENTS`): `pattern` matches from the
+            /// start, each `*` a run without `/`, the rest literally; `${1}` in `template`
+            /// is what the first `*` matched.
+            ///
+            /// ```swift
+            /// URLReplacement(wildcard: "mys3://*/", template: "https://${1}.s3.amazonaws.com/")
+            /// ```
+            public init?(wildcard pattern: String, template: String) {
+                let parts = pattern.components(separatedBy: "*").map { NSRegularExpression.escapedPattern(for: $0) }
+                self.init(pattern: "^" + parts.joined(separator: "([^/]*)"), template: template)
+            }
+
             func apply(_ text: String) -> String {
                 pattern.stringByReplacingMatches(
                     in: text, range: NSRange(text.startIndex..., in: text), withTemplate: template)
@@ -196,7 +208,8 @@ public struct ProcessingURL: Sendable, Hashable {
     /// for the signature (imgproxy's unsigned mode: `unsafe`, `insecure`, `_`); with one,
     /// `insecure` and `_` are accepted only when `allowsUnsigned`.
     public static func parse(
-        _ path: String, signature: URLSignature?, allowsUnsigned: Bool, rules: Rules = Rules()
+        _ path: String, signature: URLSignature?, allowsUnsigned: Bool, rules: Rules = Rules(),
+        starting: ProcessingOptions = ProcessingOptions()
     ) throws(Failure) -> ProcessingURL {
         var rest = Substring(path)
         if rest.hasPrefix("/") { rest = rest.dropFirst() }
@@ -215,7 +228,7 @@ public struct ProcessingURL: Sendable, Hashable {
             guard allowsUnsigned else { throw .unsignedNotAllowed }
             guard !signatureText.contains(":") else { throw .badSignature }
         }
-        return try parseSigned(Substring(signed), rules: rules)
+        return try parseSigned(Substring(signed), rules: rules, starting: starting)
     }
 
     /// The path after the signature as imgproxy repairs it: `%3A` in the options part
@@ -256,8 +269,10 @@ public struct ProcessingURL: Sendable, Hashable {
 
     /// Options alone (`/rs:fit:300:300/q:80`, the path of an upload), any extension as
     /// `f:`. Every segment must be an option.
-    public static func parseOptions(_ path: Substring, rules: Rules = Rules()) throws(Failure) -> ProcessingOptions {
-        var options = try defaults(rules)
+    public static func parseOptions(
+        _ path: Substring, rules: Rules = Rules(), starting: ProcessingOptions = ProcessingOptions()
+    ) throws(Failure) -> ProcessingOptions {
+        var options = try defaults(rules, starting: starting)
         let segments = path.split(separator: "/")
         let (parsed, rest) = Self.options(in: segments, rules)
         guard rest.isEmpty else { throw .unknownOption(String(rest[0])) }
@@ -265,9 +280,12 @@ public struct ProcessingURL: Sendable, Hashable {
         return options
     }
 
-    /// The options every URL starts from: the `default` preset's, when there is one.
-    private static func defaults(_ rules: Rules) throws(Failure) -> ProcessingOptions {
-        var options = ProcessingOptions()
+    /// The options every URL starts from: `starting` (the client hints'), then the
+    /// `default` preset's, when there is one.
+    private static func defaults(_ rules: Rules, starting: ProcessingOptions = ProcessingOptions()) throws(Failure)
+        -> ProcessingOptions
+    {
+        var options = starting
         if rules.presets["default"] != nil { try options.apply(name: "pr", ["default"], rules: rules) }
         return options
     }
@@ -298,10 +316,12 @@ public struct ProcessingURL: Sendable, Hashable {
 
     /// The part after the signature: options (or, with only presets, a segment of
     /// preset names), then the source.
-    static func parseSigned(_ signed: Substring, rules: Rules) throws(Failure) -> ProcessingURL {
+    static func parseSigned(_ signed: Substring, rules: Rules, starting: ProcessingOptions = ProcessingOptions())
+        throws(Failure) -> ProcessingURL
+    {
         let segments = signed.split(separator: "/", omittingEmptySubsequences: false)
         guard let first = segments.first, !first.isEmpty else { throw .malformedPath }
-        var options = try defaults(rules)
+        var options = try defaults(rules, starting: starting)
         let sourceSegments: [Substring]
         if rules.onlyPresets {
             let names = first.split(separator: rules.argumentsSeparator, omittingEmptySubsequences: false).map(

@@ -4,40 +4,31 @@ import RasterImage
 
 /// How the service answers: the output format, and the validators a cache keys on.
 package enum ResponseRules {
-    /// The output format of a processed image: the one the URL names; else, from the
-    /// request's `Accept` (types listed with a non-zero quality), JPEG XL when `autoJXL`
-    /// is on and it lists `image/jxl`, AVIF when `autoAVIF` is on and it lists
-    /// `image/avif`, WebP when it lists `image/webp`; else PNG when the image has alpha,
-    /// JPEG otherwise. `variesByAccept` is true when `Accept` decided it, and the response
-    /// must then say `Vary: Accept`.
+    /// The output format of a processed image, as imgproxy decides it
+    /// (`determineOutputFormat`): with a format in the URL, that one, unless the client
+    /// takes a format the service enforces (JPEG XL, then AVIF, for stills; WebP).
+    /// Without, the client's preferred JPEG XL, then AVIF (stills only), then WebP; else
+    /// the source's format when it is among `preferred`; else the first of `preferred`
+    /// that holds the animation and the transparency the result has; else the first.
     ///
     /// ```swift
-    /// let (format, vary) = ResponseRules.format(
-    ///     requested: nil, accept: "image/avif,image/webp,*/*", hasAlpha: false, autoAVIF: true)
-    /// // (.avif, true)
+    /// ResponseRules.outputFormat(
+    ///     requested: nil, features: ClientFeatures(), source: .gif, animated: true,
+    ///     expectsTransparency: false, preferred: [.jpeg, .png, .gif])
+    /// // .gif
     /// ```
-    package static func format(
-        requested: ProcessingOptions.Format?, accept: String?, hasAlpha: Bool, autoAVIF: Bool = false,
-        autoJXL: Bool = false, autoWebP: Bool = true
-    ) -> (format: ProcessingOptions.Format, variesByAccept: Bool) {
-        if let requested { return (requested, false) }
-        if let accept,
-            let automatic = automaticFormat(accept: accept, autoAVIF: autoAVIF, autoJXL: autoJXL, autoWebP: autoWebP)
-        {
-            return (automatic, true)
-        }
-        return (hasAlpha ? .png : .jpeg, true)
-    }
-
-    /// The format `Accept` chooses, before the image is known: JPEG XL, AVIF or WebP (each
-    /// when turned on), or `nil` when it lists none of them.
-    static func automaticFormat(accept: String, autoAVIF: Bool, autoJXL: Bool, autoWebP: Bool = true)
-        -> ProcessingOptions.Format?
-    {
-        if autoJXL && accepts("image/jxl", in: accept) { return .jxl }
-        if autoAVIF && accepts("image/avif", in: accept) { return .avif }
-        if autoWebP && accepts("image/webp", in: accept) { return .webp }
-        return nil
+    package static func outputFormat(
+        requested: ProcessingOptions.Format?, features: ClientFeatures, source: ImageFormat?, animated: Bool,
+        expectsTransparency: Bool, preferred: [ProcessingOptions.Format]
+    ) -> ProcessingOptions.Format {
+        let chosen = requested == nil ? features.prefers : features.enforces
+        if !animated && chosen.contains(.jxl) { return .jxl }
+        if !animated && chosen.contains(.avif) { return .avif }
+        if chosen.contains(.webp) { return .webp }
+        if let requested { return requested }
+        if let own = source.flatMap(ProcessingOptions.Format.init), preferred.contains(own) { return own }
+        return preferred.first { (!animated || $0.keepsAnimation) && (!expectsTransparency || $0.hasAlpha) }
+            ?? preferred.first ?? .jpeg
     }
 
     /// Whether an `Accept` value lists `type` with a quality above 0. A wildcard
@@ -56,33 +47,21 @@ package enum ResponseRules {
         return false
     }
 
-    /// A strong entity tag for a processed image: the source's identity (its URL and
-    /// validator, `ETag` or `Last-Modified`, or a digest of its bytes), the options and
-    /// the output format. Equal tags, equal bytes: a 304 can be answered without
-    /// processing.
-    package static func entityTag(
-        source: String, validator: String, options: ProcessingOptions, format: ProcessingOptions.Format?
-    )
-        -> String
-    {
-        var hash = SHA256()
-        for part in [source, validator, options.canonical, format?.rawValue ?? "source"] {
-            hash.update(data: Array(part.utf8))
-            hash.update(data: [0])  // a separator no part contains
-        }
-        let digest = hash.finalize().prefix(16)
-        return "\"" + digest.map { String(format: "%02x", $0) }.joined() + "\""
-    }
-
     /// Whether an `If-None-Match` value matches `tag` (`*`, or any listed tag, compared
     /// weakly as RFC 9110 says for GET).
     package static func matches(ifNoneMatch header: String, tag: String) -> Bool {
-        let wanted = tag.hasPrefix("W/") ? String(tag.dropFirst(2)) : tag
+        // Compared without `W/` and quotes, as imgproxy compares them: an origin's
+        // unquoted tag matches its quoted form.
+        func opaque(_ text: some StringProtocol) -> Substring {
+            var value = Substring(text.trimmingCharacters(in: .whitespaces))
+            if value.hasPrefix("W/") { value = value.dropFirst(2) }
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = value.dropFirst().dropLast() }
+            return value
+        }
+        let wanted = opaque(tag)
         for candidate in header.split(separator: ",") {
-            let trimmed = candidate.trimmingCharacters(in: .whitespaces)
-            if trimmed == "*" { return true }
-            let opaque = trimmed.hasPrefix("W/") ? String(trimmed.dropFirst(2)) : trimmed
-            if opaque == wanted { return true }
+            if candidate.trimmingCharacters(in: .whitespaces) == "*" { return true }
+            if opaque(candidate) == wanted { return true }
         }
         return false
     }
@@ -115,6 +94,22 @@ extension ProcessingOptions.Format {
 
     /// Whether results in this format keep an animated source's frames.
     var keepsAnimation: Bool { self == .webp || self == .gif }
+
+    /// Whether results in this format keep transparency.
+    var hasAlpha: Bool { self != .jpeg }
+
+    /// The output format of a source format, when the service writes it.
+    init?(_ format: ImageFormat) {
+        switch format {
+        case .jpeg: self = .jpeg
+        case .png: self = .png
+        case .webp: self = .webp
+        case .avif: self = .avif
+        case .jxl: self = .jxl
+        case .gif: self = .gif
+        default: return nil
+        }
+    }
 
     /// The file name extension.
     var fileExtension: String { self == .jpeg ? "jpg" : rawValue }

@@ -161,7 +161,7 @@ struct ProcessingHandlingTests {
                 Issue.record("no image before the time")
                 return
             }
-            #expect(result.meta.freshUntil.timeIntervalSince1970 <= Double(soon))
+            #expect(result.meta.keepUntil.timeIntervalSince1970 <= Double(soon))
             // 0 means no expiry, as imgproxy.
             #expect(Self.bytes(await References.get(service, "/_/w:10/exp:0\(source)")) != nil)
         }

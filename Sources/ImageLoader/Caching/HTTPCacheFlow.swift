@@ -72,6 +72,10 @@ struct HTTPCacheFlow<Maker: CachedProductMaking>: Sendable {
     let storageName: String
     let cachePolicy: LoadOptions.CachePolicy
     let requestHeaders: [HeaderField]
+    /// A client's validators, sent when nothing is stored (``LoadOptions/clientValidators``).
+    var clientValidators: [HeaderField] = []
+    /// Whether what the origin answers may be stored (``LoadOptions/bypassesCache`` clears it).
+    var storesResponses = true
     /// What the download stage is told this request makes (decode plans); `nil`: the bytes.
     let product: ImageProduct?
     let priority: PriorityHandle
@@ -144,7 +148,11 @@ struct HTTPCacheFlow<Maker: CachedProductMaking>: Sendable {
     func fetch(revalidating cached: Entry?) async throws -> Outcome {
         sendingRequest(cached != nil)
         var headers = requestHeaders
-        if let cached { headers += policy.conditionalHeaders(for: cached.response) }
+        if let cached {
+            headers += policy.conditionalHeaders(for: cached.response)
+        } else {
+            headers += clientValidators
+        }
         let download: Downloads.Outcome
         do {
             download = try await context.download(
@@ -174,6 +182,10 @@ struct HTTPCacheFlow<Maker: CachedProductMaking>: Sendable {
             }
             return .revalidated(product, updated)
         }
+        if response.status == 304, cached == nil, !clientValidators.isEmpty {
+            // The client's copy is current: nothing to store, nothing failed.
+            throw ImageLoadingError(.notModified(headers: response.headers), url: urlText)
+        }
         guard response.status == 200 else {
             let error = ImageLoadingError(.httpStatus(response.status), url: urlText)
             return try await failed(error, response: response, cached: cached, remembers: download.isFirst)
@@ -184,7 +196,7 @@ struct HTTPCacheFlow<Maker: CachedProductMaking>: Sendable {
             requestTime: response.requestTime, responseTime: response.responseTime)
         stored.connectedAddresses = response.connectedAddresses
         stored.varyingRequestHeaders = policy.varyingRequestHeaders(for: stored, requestHeaders: headers)
-        let (storable, entry, logger) = (policy.isStorable(stored), stored, context.logger)
+        let (storable, entry, logger) = (storesResponses && policy.isStorable(stored), stored, context.logger)
         let written = await writeOnce(download) { disk, name, urlText in
             disk.removeFailure(for: urlText)
             guard storable, let bytes else {

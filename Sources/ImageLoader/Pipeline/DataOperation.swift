@@ -24,10 +24,17 @@ struct DataOperation: CachedProductMaking {
         guard url.scheme == "http" || url.scheme == "https", url.host != nil else {
             throw ImageLoadingError(.unsupportedURL, url: urlText)
         }
-        let flow = Flow(
+        var flow = Flow(
             url: url, storageName: CacheKey(url: url, product: .original).storageName,
             cachePolicy: options.cachePolicy, requestHeaders: context.requestHeaders + options.headers, product: nil,
             priority: PriorityHandle(options.priority), context: context, maker: self)
+        flow.clientValidators = options.clientValidators
+        if options.bypassesCache {
+            // A user's own request (their cookies): neither answered from nor kept in a shared cache.
+            flow.storesResponses = false
+            context.metrics.miss()
+            return try loaded(await flow.fetch(revalidating: nil))
+        }
         switch try await flow.lookUp(memory: nil) {
         case .miss:
             context.metrics.miss()
@@ -44,7 +51,7 @@ struct DataOperation: CachedProductMaking {
                 context.metrics.diskHit()
                 // The stale bytes now; the revalidation goes on without the caller (and
                 // shutdown waits for it).
-                let revalidating = entry
+                let (revalidating, flow) = (entry, flow)
                 context.operations.startInBackground { _ = try? await flow.fetch(revalidating: revalidating) }
                 return loaded(stored, entry.response, .disk, .staleWhileRevalidate)
             }
