@@ -278,6 +278,7 @@ static int encode_rows(struct jpeg_compress_struct *cinfo, encoder_state *state,
     jpeg_set_quality(cinfo, settings->quality, TRUE);
     cinfo->comp_info[0].h_samp_factor = settings->subsampling == 0 ? 1 : 2;
     cinfo->comp_info[0].v_samp_factor = settings->subsampling == 2 ? 2 : 1;
+    if (settings->grayscale) jpeg_set_colorspace(cinfo, JCS_GRAYSCALE);
     if (settings->progressive) jpeg_simple_progression(cinfo);
     cinfo->optimize_coding = settings->optimize ? TRUE : FALSE;
     jpeg_start_compress(cinfo, TRUE);

@@ -23,13 +23,17 @@ struct ServeCompatibilityOptions: ParsableArguments {
             """)
     var skipProcessingFormat: [String] = []
 
-    @Flag(help: "Answer WebP to clients whose Accept lists it, even when the URL names a format (IMGPROXY_ENFORCE_WEBP).")
+    @Flag(
+        help: "Answer WebP to clients whose Accept lists it, even when the URL names a format (IMGPROXY_ENFORCE_WEBP).")
     var enforceWebp = false
 
-    @Flag(help: "Answer AVIF to clients whose Accept lists it, even when the URL names a format (IMGPROXY_ENFORCE_AVIF).")
+    @Flag(
+        help: "Answer AVIF to clients whose Accept lists it, even when the URL names a format (IMGPROXY_ENFORCE_AVIF).")
     var enforceAvif = false
 
-    @Flag(help: "Answer JPEG XL to clients whose Accept lists it, even when the URL names a format (IMGPROXY_ENFORCE_JXL).")
+    @Flag(
+        help:
+            "Answer JPEG XL to clients whose Accept lists it, even when the URL names a format (IMGPROXY_ENFORCE_JXL).")
     var enforceJxl = false
 
     @Flag(
@@ -46,7 +50,9 @@ struct ServeCompatibilityOptions: ParsableArguments {
             """)
     var cacheControlPassthrough = false
 
-    @Flag(inversion: .prefixedNo, help: "Send the source's ETag and answer If-None-Match (IMGPROXY_USE_ETAG) [default: on].")
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Send the source's ETag and answer If-None-Match (IMGPROXY_USE_ETAG) [default: on].")
     var etag: Bool?
 
     @Option(help: "Text every ETag sent is made with; changing it changes them all (IMGPROXY_ETAG_BUSTER).")
@@ -54,7 +60,8 @@ struct ServeCompatibilityOptions: ParsableArguments {
 
     @Flag(
         inversion: .prefixedNo,
-        help: "Send the source's Last-Modified and answer If-Modified-Since (IMGPROXY_USE_LAST_MODIFIED) [default: on].")
+        help: "Send the source's Last-Modified and answer If-Modified-Since (IMGPROXY_USE_LAST_MODIFIED) [default: on]."
+    )
     var lastModified: Bool?
 
     @Option(
@@ -64,7 +71,8 @@ struct ServeCompatibilityOptions: ParsableArguments {
             """)
     var lastModifiedBuster: String?
 
-    @Flag(help: "Send Link: <source>; rel=\"canonical\" with results of http(s) sources (IMGPROXY_SET_CANONICAL_HEADER).")
+    @Flag(
+        help: "Send Link: <source>; rel=\"canonical\" with results of http(s) sources (IMGPROXY_SET_CANONICAL_HEADER).")
     var canonicalHeader = false
 
     @Flag(
@@ -110,7 +118,8 @@ struct ServeCompatibilityOptions: ParsableArguments {
     @Option(help: "The status a fallback image is sent with; 0: the failure's (IMGPROXY_FALLBACK_IMAGE_HTTP_CODE).")
     var fallbackImageHttpCode: Int?
 
-    @Option(help: "Seconds of max-age a fallback image is sent with; 0: as other results (IMGPROXY_FALLBACK_IMAGE_TTL).")
+    @Option(
+        help: "Seconds of max-age a fallback image is sent with; 0: as other results (IMGPROXY_FALLBACK_IMAGE_TTL).")
     var fallbackImageTtl: Int?
 
     @Option(help: "A secret requests must carry as Authorization: Bearer SECRET, else 403 (IMGPROXY_SECRET).")
@@ -173,13 +182,15 @@ struct ServeCompatibilityOptions: ParsableArguments {
             }
         }
         configuration.skipProcessingFormats = Set(
-            try formats(skipProcessingFormat, "--skip-processing-format", environment, "IMGPROXY_SKIP_PROCESSING_FORMATS")
-                .map {
-                    guard let format = ProcessingOptions.sourceFormat(named: $0) else {
-                        throw ValidationError("--skip-processing-format: \($0) is not an image format")
-                    }
-                    return format
-                })
+            try formats(
+                skipProcessingFormat, "--skip-processing-format", environment, "IMGPROXY_SKIP_PROCESSING_FORMATS"
+            )
+            .map {
+                guard let format = ProcessingOptions.sourceFormat(named: $0) else {
+                    throw ValidationError("--skip-processing-format: \($0) is not an image format")
+                }
+                return format
+            })
         configuration.enforceWebP = try on(enforceWebp, "IMGPROXY_ENFORCE_WEBP")
         configuration.enforceAVIF = try on(enforceAvif, "IMGPROXY_ENFORCE_AVIF")
         configuration.enforceJXL = try on(enforceJxl, "IMGPROXY_ENFORCE_JXL")
@@ -208,8 +219,9 @@ struct ServeCompatibilityOptions: ParsableArguments {
             urlReplacement.isEmpty ? environment.list("IMGPROXY_URL_REPLACEMENTS", separator: ";") : urlReplacement
         rules.urlReplacements = try replacements.map { entry in
             let parts = entry.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2, let replacement = ProcessingURL.Rules.URLReplacement(
-                wildcard: String(parts[0]), template: String(parts[1]))
+            guard parts.count == 2,
+                let replacement = ProcessingURL.Rules.URLReplacement(
+                    wildcard: String(parts[0]), template: String(parts[1]))
             else { throw ValidationError("--url-replacement \(entry) is not PATTERN=REPLACEMENT") }
             return replacement
         }
@@ -266,7 +278,9 @@ struct ServeCompatibilityOptions: ParsableArguments {
         guard (0...100).contains(redirects) else { throw ValidationError("--max-redirects is 0 to 100") }
         configuration.loader.http.maxRedirects = redirects
         let download = try downloadTimeout ?? environment.decimal("IMGPROXY_DOWNLOAD_TIMEOUT") ?? 5
-        guard download > 0, download <= 3600 else { throw ValidationError("--download-timeout is above 0, at most 3600") }
+        guard download > 0, download <= 3600 else {
+            throw ValidationError("--download-timeout is above 0, at most 3600")
+        }
         configuration.downloadTimeout = .milliseconds(Int(download * 1000))
         configuration.network.allowsLoopback = try on(
             allowLoopbackSourceAddresses, "IMGPROXY_ALLOW_LOOPBACK_SOURCE_ADDRESSES")
@@ -279,7 +293,9 @@ struct ServeCompatibilityOptions: ParsableArguments {
     /// Another path `/health` is answered on, checked.
     func healthPath(_ environment: ImgproxyEnvironment) throws -> String? {
         guard let path = healthCheckPath ?? environment.text("IMGPROXY_HEALTH_CHECK_PATH") else { return nil }
-        guard path.hasPrefix("/"), path.count > 1 else { throw ValidationError("--health-check-path must start with /") }
+        guard path.hasPrefix("/"), path.count > 1 else {
+            throw ValidationError("--health-check-path must start with /")
+        }
         return path
     }
 

@@ -1,8 +1,8 @@
 import CoreMetrics
 import Crypto
 import Foundation
-import ImageLoader
 import HTTPTypes
+import ImageLoader
 import ImageLoaderSupport
 import Logging
 import RasterImage
@@ -407,7 +407,9 @@ public final class ImageService: Service, Sendable {
         var source: SourceData
         var status = 200
         do {
-            source = try await metrics.timingFetch { try await fetch(allowed, conditions: conditions, cookie: key.cookie) }
+            source = try await metrics.timingFetch {
+                try await fetch(allowed, conditions: conditions, cookie: key.cookie)
+            }
         } catch let error as ImageLoadingError {
             if case .notModified(let headers) = error.reason {
                 // The origin, asked with the client's validators, says its copy is current.
@@ -440,10 +442,15 @@ public final class ImageService: Service, Sendable {
         if passesThrough {
             let info = try header(of: source.bytes, limits: limits)
             var made = meta(
-                source, url, allowed, format: ProcessingOptions.Format(info.format), now: now, expires: expires,
-                contentType: info.contentType)
+                source, url, allowed, format: nil, now: now, expires: expires, contentType: info.contentType)
+            // The source's own extension (imgproxy's, from its type): `fn:name` gives `name.tiff`.
+            made.contentDisposition = ResponseRules.contentDisposition(
+                filename: url.options.filename, source: allowed.text, fileExtension: info.format.fileExtension,
+                attachment: url.options.returnAttachment)
             made.extra[.acceptRanges] = "bytes"
-            if configuration.debugHeaders { made.extra.addDebugFields(origin: info.uprightSize, result: info.uprightSize) }
+            if configuration.debugHeaders {
+                made.extra.addDebugFields(origin: info.uprightSize, result: info.uprightSize)
+            }
             made.vary = nil
             result = ProcessedResult(bytes: source.bytes, meta: made)
         } else {
@@ -570,8 +577,9 @@ public final class ImageService: Service, Sendable {
         decodingLimits.maxPixelsPerFrame = min(decodingLimits.maxPixelsPerFrame, limits.maxSourcePixels)
         let plan = ProcessingChoice.Planner(
             options: options, limits: limits, decodingLimits: decodingLimits, exif: exif, format: format,
-            output: { [configuration] format, quality, keepsProfile in
-                ImageService.outputFormat(format, quality: quality, keepsProfile: keepsProfile, configuration)
+            output: { [configuration] format, quality, keepsProfile, grey in
+                ImageService.outputFormat(
+                    format, quality: quality, keepsProfile: keepsProfile, grey: grey, configuration)
             }, shrinkOnLoad: configuration.shrinkOnLoad, watermark: watermark)
         let outcome: Result<ProcessingChoice.Made, ServiceError>
         do {
@@ -611,14 +619,36 @@ public final class ImageService: Service, Sendable {
 
     /// The encoder for `format`, with the URL's quality, else the service's for the
     /// format, else its common one.
+    ///
+    /// A grey source (`grey`) gives grey JPEG and PNG results when they are still grey
+    /// after processing (no coloured background, padding or watermark), as imgproxy
+    /// keeps the source's colourspace.
     static func outputFormat(
-        _ format: ProcessingOptions.Format, quality: Int?, keepsProfile: Bool, _ configuration: Configuration
+        _ format: ProcessingOptions.Format, quality: Int?, keepsProfile: Bool, grey: Bool = false,
+        _ configuration: Configuration
     ) -> OutputFormat {
         let quality = quality ?? configuration.formatQuality[format] ?? configuration.quality
-        return switch format {
-        case .jpeg: .jpeg(JPEGEncoder(quality: quality, includeICCProfile: keepsProfile))
+        switch format {
+        case .jpeg:
+            var encoder = JPEGEncoder(quality: quality, includeICCProfile: keepsProfile)
+            encoder.grayscale = grey
+            return .jpeg(encoder)
         case .png:
-            .png(PNGEncoder(compressionLevel: configuration.pngCompressionLevel, includeICCProfile: keepsProfile))
+            var encoder = PNGEncoder(
+                compressionLevel: configuration.pngCompressionLevel, includeICCProfile: keepsProfile)
+            encoder.grayscale = grey
+            return .png(encoder)
+        default:
+            return outputFormat(format, quality: quality, keepsProfile: keepsProfile)
+        }
+    }
+
+    private static func outputFormat(_ format: ProcessingOptions.Format, quality: Int, keepsProfile: Bool)
+        -> OutputFormat
+    {
+        switch format {
+        case .jpeg: .jpeg(JPEGEncoder(quality: quality, includeICCProfile: keepsProfile))
+        case .png: .png(PNGEncoder(includeICCProfile: keepsProfile))
         case .webp: .webp(WebPEncoder(quality: quality, includeICCProfile: keepsProfile))
         case .avif: .avif(AVIFEncoder(quality: quality, includeICCProfile: keepsProfile))
         case .jxl: .jxl(JXLEncoder(quality: quality, includeICCProfile: keepsProfile))

@@ -34,7 +34,7 @@ struct ProcessingChoice {
         /// The result's format, from the header and whether the result would be animated.
         let format: @Sendable (ImageInfo, _ animated: Bool) -> ProcessingOptions.Format
         /// The encoder for a format, a quality (`nil`: the service's) and whether the profile is kept.
-        let output: @Sendable (ProcessingOptions.Format, Int?, Bool) -> OutputFormat
+        let output: @Sendable (ProcessingOptions.Format, Int?, Bool, _ grey: Bool) -> OutputFormat
         let shrinkOnLoad: ThumbnailOptions.ShrinkOnLoad
         let watermark: WatermarkImage?
 
@@ -63,7 +63,8 @@ struct ProcessingChoice {
             // result would be animated, and the result is animated when it keeps them.
             let kept = min(info.frameCount, limits.maxAnimationFrames)
             let format = format(info, kept > 1)
-            var output = output(format, options.quality(for: format), !options.stripColorProfile)
+            var output = output(
+                format, options.quality(for: format), !options.stripColorProfile, info.isGrayscale)
             if let exif { output = output.with(exif: exif) }
             var animated = kept > 1 && format.keepsAnimation
             if animated {

@@ -197,8 +197,11 @@ struct Conditions: Hashable, Sendable {
 
     /// The fields that pass the conditions on to an origin.
     var fields: [HeaderField] {
-        [ifNoneMatch.map { HeaderField("If-None-Match", $0) }, ifModifiedSince.map { HeaderField("If-Modified-Since", $0) }]
-            .compactMap { $0 }
+        [
+            ifNoneMatch.map { HeaderField("If-None-Match", $0) },
+            ifModifiedSince.map { HeaderField("If-Modified-Since", $0) },
+        ]
+        .compactMap { $0 }
     }
 
     /// Whether a response with `meta` is "not modified" for these conditions.

@@ -129,15 +129,25 @@ extension ResponseRules {
     package static func contentDisposition(
         filename: String?, source: String, format: ProcessingOptions.Format?, attachment: Bool
     ) -> String? {
+        contentDisposition(
+            filename: filename, source: source, fileExtension: format?.fileExtension, attachment: attachment)
+    }
+
+    /// The same with the extension given as text (a source passed through, whatever its format).
+    package static func contentDisposition(
+        filename: String?, source: String, fileExtension: String?, attachment: Bool
+    ) -> String? {
         guard filename != nil || attachment else { return nil }
         var name = filename ?? ""
         if name.isEmpty {
             let path = URL(string: source)?.path ?? source
             name = path.split(separator: "/").last.map(String.init) ?? "image"
-            if format != nil, let dot = name.lastIndex(of: "."), dot != name.startIndex { name = String(name[..<dot]) }
+            if fileExtension != nil, let dot = name.lastIndex(of: "."), dot != name.startIndex {
+                name = String(name[..<dot])
+            }
         }
         if name.isEmpty { name = "image" }
-        if let format { name += "." + format.fileExtension }
+        if let fileExtension { name += "." + fileExtension }
         let plain = String(
             String.UnicodeScalarView(
                 name.unicodeScalars.prefix(200).map { scalar in
@@ -155,53 +165,13 @@ extension ResponseRules {
     }
 }
 
-extension ProcessingOptions {
-    /// Every field, in one fixed order: equal texts, equal options. Fields at their
-    /// defaults beyond the first eight are left out, so tags made before those options
-    /// existed stay the same.
-    var canonical: String {
-        let base = [
-            resizingType.rawValue, String(width), String(height), enlarge ? "1" : "0", gravity.type.rawValue,
-            quality.map(String.init) ?? "-", format?.rawValue ?? "-", String(dpr),
-        ].joined(separator: ":")
-        let defaults = ProcessingOptions().extraFields
-        let changed = zip(extraFields, defaults).filter { $0.0.1 != $0.1.1 }.map { "\($0.0.0)=\($0.0.1)" }
-        return changed.isEmpty ? base : base + "|" + changed.joined(separator: ",")
-    }
-
-    /// The fields added after the first eight, each as text in a fixed order (sets and
-    /// dictionaries sorted, so the text is the same in every process).
-    private var extraFields: [(String, String)] {
-        func gravityText(_ gravity: Gravity) -> String { "\(gravity.type.rawValue):\(gravity.x):\(gravity.y)" }
-        func extendText(_ extend: Extend) -> String { "\(extend.enabled):\(gravityText(extend.gravity))" }
-        return [
-            ("g", gravityText(gravity)), ("mw", String(minWidth)), ("mh", String(minHeight)),
-            ("z", "\(zoomWidth):\(zoomHeight)"), ("ex", extendText(extend)), ("exar", extendText(extendAspectRatio)),
-            ("c", crop.map { "\($0.width):\($0.height):\($0.gravity.map(gravityText) ?? "-")" } ?? "-"),
-            (
-                "t",
-                trim.map { "\($0.threshold):\($0.color?.description ?? "-"):\($0.equalHorizontal):\($0.equalVertical)" }
-                    ?? "-"
-            ),
-            ("pd", "\(padding.top):\(padding.right):\(padding.bottom):\(padding.left)"),
-            ("ar", autoRotate.map { String($0) } ?? "-"), ("rot", String(rotate)),
-            ("fl", "\(flipHorizontal):\(flipVertical)"), ("bg", background?.description ?? "-"),
-            ("bl", String(blur)), ("sh", String(sharpen)), ("pix", String(pixelate)),
-            ("wm", watermark.map { "\($0.opacity):\($0.position):\($0.x):\($0.y):\($0.scale)" } ?? "-"),
-            (
-                "fq",
-                formatQuality.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue)\($0.value)" }
-                    .joined(separator: ":")
-            ),
-            ("mb", String(maxBytes)), ("sm", String(stripMetadata)), ("kcr", String(keepCopyright)),
-            ("scp", String(stripColorProfile)), ("eth", String(enforceThumbnail)), ("ph", String(preserveHDR)),
-            ("skp", skipProcessing.map(\.rawValue).sorted().joined(separator: ":")), ("raw", String(raw)),
-            ("cb", cacheBuster ?? "-"), ("exp", expires.map { String($0) } ?? "-"), ("fn", filename ?? "-"),
-            ("att", String(returnAttachment)),
-            (
-                "sec",
-                "\(security.maxSourcePixels ?? -1):\(security.maxSourceBytes ?? -1):\(security.maxAnimationFrames ?? -1):\(security.maxAnimationFramePixels ?? -1):\(security.maxResultSide ?? -1)"
-            ),
-        ]
+extension ImageFormat {
+    /// The usual file name extension of the format (`jpg`, `heic`, `tiff`).
+    var fileExtension: String {
+        switch self {
+        case .jpeg: "jpg"
+        case .heif: "heic"
+        default: rawValue
+        }
     }
 }

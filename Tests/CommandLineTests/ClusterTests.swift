@@ -72,7 +72,8 @@ struct ClusterTests {
             let environment = [
                 "CLUSTER_PORT": String(ports[0]), "INSTANCE_PORTS": "\(ports[1]) \(ports[2])",
                 "IMAGELOADER": Command.executable.path,
-                "SERVE_ARGS": "--allow-unsigned --local-root \(images.path) --ttl \(ttl) --auto-webp --auto-avif --auto-jxl",
+                "SERVE_ARGS":
+                    "--allow-unsigned --local-root \(images.path) --ttl \(ttl) --auto-webp --auto-avif --auto-jxl",
             ]
             let bash = URL(fileURLWithPath: "/bin/bash")
             let started = try await Command.run([script, "start", state.path], program: bash, environment: environment)

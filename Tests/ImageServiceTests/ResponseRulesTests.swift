@@ -97,7 +97,8 @@ struct ResponseRulesTests {
         let all = "image/jxl,image/avif,image/webp"
         #expect(Self.format(.png, Self.features(all, autoWebP: false, enforce: [.webp])) == .webp)
         #expect(Self.format(.png, Self.features(all, autoWebP: false, enforce: [.avif, .webp])) == .avif)
-        #expect(Self.format(.gif, Self.features(all, autoWebP: false, enforce: [.avif, .webp]), animated: true) == .webp)
+        #expect(
+            Self.format(.gif, Self.features(all, autoWebP: false, enforce: [.avif, .webp]), animated: true) == .webp)
         #expect(Self.format(.png, Self.features(all, autoWebP: false, enforce: [.jxl])) == .jxl)
         #expect(Self.format(.png, Self.features("image/png", autoWebP: false, enforce: [.jxl, .avif, .webp])) == .png)
         // Enforcing also prefers.
@@ -105,7 +106,8 @@ struct ResponseRulesTests {
     }
 
     // imgproxy's conditionalheaders request tests and processing_handler_test.go's buster tests.
-    @Test("validators: the source's passed on, busters wrap and unwrap them, switched off they are neither sent nor read")
+    @Test(
+        "validators: the source's passed on, busters wrap and unwrap them, switched off they are neither sent nor read")
     func validators() throws {
         var validators = ImageService.Validators()
         #expect(validators.entityTag(source: "\"loremipsumdolor\"") == "\"loremipsumdolor\"")
@@ -131,7 +133,9 @@ struct ResponseRulesTests {
         validators = ImageService.Validators()
         validators.entityTags = false
         validators.lastModified = false
-        #expect(validators.entityTag(source: "\"a\"") == nil && validators.lastModified(source: "Wed, 21 Oct 2015 07:28:00 GMT") == nil)
+        #expect(
+            validators.entityTag(source: "\"a\"") == nil
+                && validators.lastModified(source: "Wed, 21 Oct 2015 07:28:00 GMT") == nil)
         #expect(validators.conditions(ifNoneMatch: "\"a\"", ifModifiedSince: "Wed, 21 Oct 2015 07:28:00 GMT").isEmpty)
     }
 

@@ -78,6 +78,7 @@ typedef struct cjpeg_encode_settings {
     unsigned icc_length;
     const uint8_t *exif; /// a TIFF-structured EXIF block, written as APP1 after "Exif\0\0"; may be NULL
     unsigned exif_length; /// at most 65527
+    int grayscale;      /// non-zero: one grey component (the luma of the RGBA rows)
 } cjpeg_encode_settings;
 
 /// Encodes `height` rows of `stride` bytes, 4 bytes a pixel (RGBA; alpha ignored).

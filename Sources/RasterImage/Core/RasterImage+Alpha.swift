@@ -79,3 +79,29 @@ enum PixelAlpha {
         return UInt8(truncatingIfNeeded: (t + (t >> 8)) >> 8)
     }
 }
+
+extension RasterImage {
+    /// Whether every pixel of frame `frame` is grey: red, green and blue equal (what an
+    /// encoder's `grayscale` option checks before it writes one channel).
+    ///
+    /// ```swift
+    /// if thumbnail.isGray() { print("can be written as grey") }
+    /// ```
+    public func isGray(frame: Int = 0) -> Bool {
+        guard frames.indices.contains(frame) else { return false }
+        let (width, height, stride) = (width, height, bytesPerRow)
+        return frames[frame].pixels.withUnsafeBufferPointer { pixels in
+            for y in 0..<height {
+                let row = y * stride
+                guard row + width * 4 <= pixels.count else { return false }
+                var x = row
+                let end = row + width * 4
+                while x < end {
+                    if pixels[x] != pixels[x + 1] || pixels[x] != pixels[x + 2] { return false }
+                    x += 4
+                }
+            }
+            return true
+        }
+    }
+}

@@ -18,6 +18,10 @@ public struct ImageInfo: Sendable, Hashable, CustomStringConvertible {
     public let loopCount: Int
     /// The embedded ICC profile, when the header carries one.
     public let iccProfile: [UInt8]?
+    /// Whether the image stores one colour channel: grey, with or without alpha (a
+    /// grey PNG, a one-component JPEG, a min-is-black TIFF). Decoded images are RGBA
+    /// either way; an encoder's `grayscale` option writes such an image back as grey.
+    public let isGrayscale: Bool
 
     /// The format's media type, `image/png` and so on.
     public var contentType: String { format.contentType }
@@ -25,7 +29,7 @@ public struct ImageInfo: Sendable, Hashable, CustomStringConvertible {
     /// A header's facts (a custom ``ImageDecoding`` returns these).
     public init(
         format: ImageFormat, width: Int, height: Int, frameCount: Int = 1, hasAlpha: Bool,
-        orientation: Orientation = .up, loopCount: Int = 1, iccProfile: [UInt8]? = nil
+        orientation: Orientation = .up, loopCount: Int = 1, iccProfile: [UInt8]? = nil, isGrayscale: Bool = false
     ) {
         self.format = format
         self.width = width
@@ -35,6 +39,7 @@ public struct ImageInfo: Sendable, Hashable, CustomStringConvertible {
         self.orientation = orientation
         self.loopCount = loopCount
         self.iccProfile = iccProfile
+        self.isGrayscale = isGrayscale
     }
 
     /// One line, without the profile's bytes: `ImageInfo(jpeg 6000x4000, opaque, orientation 6, ICC profile 3144 bytes)`.
@@ -42,6 +47,7 @@ public struct ImageInfo: Sendable, Hashable, CustomStringConvertible {
         var parts = ["\(format.rawValue) \(width)x\(height)"]
         if frameCount > 1 { parts.append("\(frameCount) frames") }
         parts.append(hasAlpha ? "alpha" : "opaque")
+        if isGrayscale { parts.append("grey") }
         if orientation != .up { parts.append("orientation \(orientation.rawValue)") }
         if let iccProfile { parts.append("ICC profile \(iccProfile.count) bytes") }
         return "ImageInfo(" + parts.joined(separator: ", ") + ")"

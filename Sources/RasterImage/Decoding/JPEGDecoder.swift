@@ -18,7 +18,7 @@ enum JPEGDecoder: FormatDecoder {
     ) -> ImageInfo {
         ImageInfo(
             format: .jpeg, width: session.imageWidth, height: session.imageHeight, hasAlpha: false,
-            orientation: metadata.orientation, iccProfile: metadata.iccProfile)
+            orientation: metadata.orientation, iccProfile: metadata.iccProfile, isGrayscale: session.isGrayscale)
     }
 
     static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {
@@ -100,6 +100,9 @@ final class JPEGReadSession {
     var outputWidth: Int { Int(state.pointee.cinfo.output_width) }
     var outputHeight: Int { Int(state.pointee.cinfo.output_height) }
     var reachedEndOfData: Bool { state.pointee.reached_end_of_data != 0 }
+
+    /// Whether the file has one component (grey).
+    var isGrayscale: Bool { state.pointee.cinfo.jpeg_color_space == JCS_GRAYSCALE }
 
     /// The libjpeg colour space of the file.
     var isCMYK: Bool {

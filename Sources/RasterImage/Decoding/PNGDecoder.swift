@@ -14,7 +14,7 @@ enum PNGDecoder: FormatDecoder {
     static func info(_ header: PNGReadSession.Header) -> ImageInfo {
         ImageInfo(
             format: .png, width: header.width, height: header.height, hasAlpha: header.hasAlpha,
-            orientation: header.orientation ?? .up, iccProfile: header.iccProfile)
+            orientation: header.orientation ?? .up, iccProfile: header.iccProfile, isGrayscale: header.isGrayscale)
     }
 
     static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {
@@ -107,6 +107,8 @@ final class PNGReadSession {
         var height: Int
         var hasAlpha: Bool
         var interlaced: Bool
+        /// Colour type 0 or 4: grey, with or without alpha.
+        var isGrayscale: Bool = false
         var orientation: Orientation?
         var iccProfile: [UInt8]?
     }
@@ -156,6 +158,7 @@ final class PNGReadSession {
             height: Int(png_get_image_height(png, info)),
             hasAlpha: colorType & PNG_COLOR_MASK_ALPHA != 0 || hasTRNS,
             interlaced: png_get_interlace_type(png, info) != PNG_INTERLACE_NONE,
+            isGrayscale: colorType & PNG_COLOR_MASK_COLOR == 0,
             orientation: exifOrientation(in: info),
             iccProfile: iccProfile())
     }

@@ -18,7 +18,8 @@ enum TIFFDecoder: FormatDecoder {
         let page = try file.page()
         return ImageInfo(
             format: .tiff, width: page.width, height: page.height, frameCount: pages, hasAlpha: page.alpha != nil,
-            orientation: page.orientation, iccProfile: page.iccProfile)
+            orientation: page.orientation, iccProfile: page.iccProfile,
+            isGrayscale: { if case .gray = page.color { true } else { false } }())
     }
 
     static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {

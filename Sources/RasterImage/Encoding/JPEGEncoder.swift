@@ -36,6 +36,10 @@ public struct JPEGEncoder: Sendable, Hashable {
     /// An EXIF block (a TIFF structure, as ``PhotoMetadata/outputBlock(from:keeping:upright:)``
     /// makes one) written as APP1; `nil` (the default): none. At most 65,527 bytes, else left out.
     public var exif: [UInt8]?
+    /// Write one grey component when every pixel of the frame is grey (red, green and
+    /// blue equal), as a grey source's results are kept: a third of the data, the same
+    /// look. Off by default.
+    public var grayscale = false
 
     /// A JPEG encoder: quality 1 to 100, baseline or progressive, optimised Huffman
     /// tables, chroma subsampling, the ICC profile embedded unless `includeICCProfile` is false.
@@ -63,6 +67,7 @@ public struct JPEGEncoder: Sendable, Hashable {
         let flat = image.hasAlpha ? image.flattened(onto: backgroundColor) : image
         let icc = includeICCProfile ? flat.iccProfile ?? [] : []
         let exif = exif.flatMap { $0.count <= 65_527 ? $0 : nil } ?? []
+        let writesGrey = grayscale && flat.isGray(frame: frame)
         var message = [CChar](repeating: 0, count: 200)
         var output: UnsafeMutablePointer<UInt8>? = nil
         var size: UInt = 0
@@ -73,7 +78,7 @@ public struct JPEGEncoder: Sendable, Hashable {
                         quality: Int32(quality), progressive: progressive ? 1 : 0,
                         optimize: optimizeHuffmanTables ? 1 : 0, subsampling: Int32(chromaSubsampling.rawValue),
                         icc: icc.baseAddress, icc_length: UInt32(icc.count), exif: exif.baseAddress,
-                        exif_length: UInt32(exif.count))
+                        exif_length: UInt32(exif.count), grayscale: writesGrey ? 1 : 0)
                     return cjpeg_encode_rgba(
                         pixels.baseAddress, UInt32(flat.width), UInt32(flat.height), flat.bytesPerRow, &settings,
                         &output, &size, &message, message.count)
@@ -92,7 +97,7 @@ public struct JPEGEncoder: Sendable, Hashable {
             == (
                 b.quality, b.progressive, b.optimizeHuffmanTables, b.chromaSubsampling, b.includeICCProfile,
                 b.backgroundColor
-            ) && a.exif == b.exif
+            ) && a.exif == b.exif && a.grayscale == b.grayscale
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -103,6 +108,7 @@ public struct JPEGEncoder: Sendable, Hashable {
         hasher.combine(includeICCProfile)
         hasher.combine(backgroundColor)
         hasher.combine(exif)
+        hasher.combine(grayscale)
     }
 }
 

@@ -22,14 +22,44 @@ enum PNGWriter {
     /// A band of at least this many bytes of filtered rows chooses the compressor.
     static let minSampleBytes = 32 << 10
 
+    /// Which of the RGBA bytes are written, as which PNG colour type.
+    enum Layout {
+        /// Red as grey (the image is grey): colour type 0.
+        case grey
+        /// Red as grey, and alpha: colour type 4.
+        case greyAlpha
+        /// Colour type 2.
+        case rgb
+        /// Colour type 6.
+        case rgba
+
+        var channels: Int {
+            switch self {
+            case .grey: 1
+            case .greyAlpha: 2
+            case .rgb: 3
+            case .rgba: 4
+            }
+        }
+
+        var colorType: UInt8 {
+            switch self {
+            case .grey: 0
+            case .greyAlpha: 4
+            case .rgb: 2
+            case .rgba: 6
+            }
+        }
+    }
+
     /// The PNG file for `height` rows of `bytesPerRow` bytes, 4 bytes a pixel (RGBA),
-    /// written as RGB when `dropAlpha`. `level` is 0 (stored) to 9. Nil when the image
-    /// is too large for this path (or empty), or compression failed.
+    /// written in `layout`. `level` is 0 (stored) to 9. Nil when the image is too large
+    /// for this path (or empty), or compression failed.
     static func write(
-        pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int, bytesPerRow: Int, dropAlpha: Bool, level: Int,
+        pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int, bytesPerRow: Int, layout: Layout, level: Int,
         iccProfile: [UInt8]
     ) -> [UInt8]? {
-        let channels = dropAlpha ? 3 : 4
+        let channels = layout.channels
         guard width > 0, height > 0, let base = pixels.baseAddress,
             let rowBytes = Checked.multiply(width, channels),
             let filteredBytes = Checked.add(rowBytes, 1).flatMap({ Checked.multiply($0, height) }),
@@ -49,7 +79,7 @@ enum PNGWriter {
         var header = [UInt8]()
         header.appendBigEndian(UInt32(width))
         header.appendBigEndian(UInt32(height))
-        header += [8, dropAlpha ? 2 : 6, 0, 0, 0]
+        header += [8, layout.colorType, 0, 0, 0]
         var file: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
         file.reserveCapacity(data.count + iccProfile.count + 128)
         file.appendChunk("IHDR", header)
@@ -82,19 +112,27 @@ enum PNGWriter {
         for y in 0..<height {
             let source = pixels + y * bytesPerRow
             var row = source
-            if channels == 3 {
+            if channels != 4 {
                 let packed = scratch + (y & 1) * rowBytes
-                for x in 0..<width {
-                    (packed + x * 3).update(from: source + x * 4, count: 3)
+                switch channels {
+                case 3: for x in 0..<width { (packed + x * 3).update(from: source + x * 4, count: 3) }
+                case 2:
+                    for x in 0..<width {
+                        packed[x * 2] = source[x * 4]
+                        packed[x * 2 + 1] = source[x * 4 + 3]
+                    }
+                default: for x in 0..<width { packed[x] = source[x * 4] }
                 }
                 row = UnsafePointer(packed)
             }
             let out = output + y * (rowBytes + 1)
             if adaptive {
                 let type =
-                    channels == 3
-                    ? chooseFilter(row, previous, rowBytes, bytesPerPixel: 3, candidates)
-                    : chooseFilter(row, previous, rowBytes, bytesPerPixel: 4, candidates)
+                    switch channels {
+                    case 3: chooseFilter(row, previous, rowBytes, bytesPerPixel: 3, candidates)
+                    case 4: chooseFilter(row, previous, rowBytes, bytesPerPixel: 4, candidates)
+                    default: chooseFilter(row, previous, rowBytes, bytesPerPixel: channels, candidates)
+                    }
                 out[0] = UInt8(type)
                 (out + 1).update(
                     from: type == 0 ? row : UnsafePointer(candidates + (type - 1) * rowBytes),

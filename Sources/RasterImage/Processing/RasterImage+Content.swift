@@ -1,10 +1,13 @@
 extension RasterImage {
     /// The smallest region holding every pixel that differs from the background by
-    /// more than `threshold` (0 to 255) in any channel, alpha included: what a trim
-    /// keeps. The background is `color`, or the top-left pixel when `nil`.
-    /// `equalHorizontal` takes as much from the right as from the left (the smaller of
-    /// the two), `equalVertical` as much from the bottom as from the top. An image that
-    /// is all background gives the whole image. Looks at the first frame.
+    /// more than `threshold` (0 to 255) in any of red, green and blue: what a trim
+    /// keeps, as libvips' `find_trim` under imgproxy judges it. Transparency is first
+    /// flattened onto magenta (255, 0, 255), so transparent borders are trimmed like
+    /// any flat colour. The background is `color` (its RGB), or the top-left pixel
+    /// (flattened) when `nil`. `equalHorizontal` takes as much from the right as from
+    /// the left (the smaller of the two), `equalVertical` as much from the bottom as
+    /// from the top. An image that is all background gives the whole image. Looks at
+    /// the first frame.
     ///
     /// ```swift
     /// let content = scan.contentRegion(threshold: 10)
@@ -15,10 +18,18 @@ extension RasterImage {
     ) -> PixelRegion {
         let image = straightAlpha()
         let whole = PixelRegion(x: 0, y: 0, width: width, height: height)
+        let matte = (255, 0, 255)
+        // A straight-alpha pixel flattened onto the matte, rounded as libvips' flatten.
+        func flattened(_ value: UInt8, _ alpha: UInt8, _ background: Int) -> Int {
+            (Int(value) * Int(alpha) + background * (255 - Int(alpha)) + 127) / 255
+        }
         let first = image.pixel(x: 0, y: 0)!
         let background =
-            color.map { [Int($0.red), Int($0.green), Int($0.blue), Int($0.alpha)] }
-            ?? [Int(first.r), Int(first.g), Int(first.b), Int(first.a)]
+            color.map { [Int($0.red), Int($0.green), Int($0.blue)] }
+            ?? [
+                flattened(first.r, first.a, matte.0), flattened(first.g, first.a, matte.1),
+                flattened(first.b, first.a, matte.2),
+            ]
         let limit = Int(max(0, min(255, threshold)).rounded(.down))
         var (left, right, top, bottom) = (width, -1, height, -1)
         let stride = image.bytesPerRow
@@ -27,8 +38,10 @@ extension RasterImage {
                 let row = pixels.baseAddress! + y * stride
                 for x in 0..<width {
                     let p = row + x * 4
-                    if abs(Int(p[0]) - background[0]) > limit || abs(Int(p[1]) - background[1]) > limit
-                        || abs(Int(p[2]) - background[2]) > limit || abs(Int(p[3]) - background[3]) > limit
+                    let alpha = p[3]
+                    if abs(flattened(p[0], alpha, matte.0) - background[0]) > limit
+                        || abs(flattened(p[1], alpha, matte.1) - background[1]) > limit
+                        || abs(flattened(p[2], alpha, matte.2) - background[2]) > limit
                     {
                         left = min(left, x)
                         right = max(right, x)
