@@ -212,9 +212,36 @@ struct ServeCommand: AsyncParsableCommand {
         let environment = ImgproxyEnvironment(ProcessInfo.processInfo.environment)
         _ = try settings(environment)
         var configuration = ImageService.Configuration()
+        _ = try urlRules(settings(environment), configuration: &configuration, environment: environment)
+        _ = try compatibility.healthPath(environment)
+    }
+
+    /// The URL rules (presets, only-presets, security options, imgproxy's URL settings),
+    /// with the compatibility settings applied to `configuration`; a preset that is not
+    /// `NAME=OPTIONS` with options a URL takes is a usage error.
+    func urlRules(
+        _ settings: Settings, configuration: inout ImageService.Configuration, environment: ImgproxyEnvironment
+    ) throws -> ProcessingURL.Rules {
         var rules = ProcessingURL.Rules()
         try compatibility.apply(to: &configuration, rules: &rules, environment: environment)
-        _ = try compatibility.healthPath(environment)
+        rules.onlyPresets = settings.onlyPresets
+        rules.allowsSecurityOptions = settings.allowSecurityOptions
+        for definition in settings.presets {
+            let trimmed = definition.trimmingCharacters(in: .whitespaces)
+            guard !trimmed.isEmpty, !trimmed.hasPrefix("#") else { continue }
+            let halves = trimmed.split(separator: "=", omittingEmptySubsequences: false)
+            guard halves.count == 2, !halves[0].trimmingCharacters(in: .whitespaces).isEmpty,
+                !halves[1].trimmingCharacters(in: .whitespaces).isEmpty
+            else {
+                throw ValidationError("preset \(definition) is not NAME=OPTIONS (as thumb=rs:fill:300:300/q:80)")
+            }
+        }
+        do {
+            try rules.addPresets(settings.presets)
+        } catch {
+            throw ValidationError("presets: \(error)")
+        }
+        return rules
     }
 
     /// The key and salt pairs from the options, else from the environment, each with
@@ -486,22 +513,8 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.autoAVIF = settings.autoAVIF
         configuration.autoJXL = settings.autoJXL
         configuration.pngCompressionLevel = pngCompression
-        var rules = ProcessingURL.Rules()
-        try compatibility.apply(to: &configuration, rules: &rules, environment: environment)
+        configuration.urlRules = try urlRules(settings, configuration: &configuration, environment: environment)
         configuration.healthCheckPath = try compatibility.healthPath(environment)
-        rules.onlyPresets = settings.onlyPresets
-        rules.allowsSecurityOptions = settings.allowSecurityOptions
-        for definition in settings.presets where !definition.hasPrefix("#") {
-            guard definition.split(separator: "=", omittingEmptySubsequences: false).count == 2 else {
-                throw CommandFailure("preset \(definition) is not NAME=OPTIONS (as thumb=rs:fill:300:300/q:80)")
-            }
-        }
-        do {
-            try rules.addPresets(settings.presets)
-        } catch {
-            throw CommandFailure("presets: \(error)")
-        }
-        configuration.urlRules = rules
         if let path = settings.watermarkPath {
             do {
                 configuration.watermark = try ImageDecoder().decode(

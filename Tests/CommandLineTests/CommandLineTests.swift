@@ -315,7 +315,7 @@ struct ErrorMessageTests {
             says: ["--local-root /nonexistent/images does not exist"], status: 64),
         Case(
             arguments: ["serve", "--allow-unsigned", "--preset", "thumbnail"],
-            says: ["preset thumbnail is not NAME=OPTIONS"]),
+            says: ["preset thumbnail is not NAME=OPTIONS"], status: 64),
         Case(
             arguments: ["load", "http://127.0.0.1:9/a.png", "--cache-dir", "/proc/no/cache"],
             says: ["cannot open the cache in /proc/no/cache", "--cache-dir"]),
