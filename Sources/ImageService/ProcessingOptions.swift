@@ -492,7 +492,14 @@ extension ProcessingOptions {
             maxBytes = try reader.number(reader.required(0), max: 1 << 30)
         case "f", "format", "ext":
             try reader.limit(1)
-            guard let named = Format(name: try reader.required(0)) else { throw reader.invalid }
+            let text = try reader.required(0)
+            guard let named = Format(name: text) else {
+                // imgproxy's other formats: known, but not written here (422, not 404).
+                if ["bmp", "tiff", "tif", "heic", "heif", "ico", "svg"].contains(text.lowercased()) {
+                    throw .cannotWrite(text.lowercased())
+                }
+                throw reader.invalid
+            }
             format = named
         case "sm", "strip_metadata":
             try reader.limit(1)

@@ -57,11 +57,15 @@ public struct ProcessingURL: Sendable, Hashable {
         case optionNotAllowed(String)
         /// `exp` is in the past.
         case expired
+        /// A format imgproxy writes and this service does not (BMP, TIFF, HEIC, ICO, SVG): 422,
+        /// as imgproxy answers a format it cannot save.
+        case cannotWrite(String)
 
         /// The HTTP status the service answers with (imgproxy's).
         public var status: Int {
             switch self {
             case .badSignature, .unsignedNotAllowed, .forbiddenOption: 403
+            case .cannotWrite: 422
             default: 404
             }
         }
@@ -79,6 +83,7 @@ public struct ProcessingURL: Sendable, Hashable {
             case .forbiddenOption(let name): "option \(name) is not allowed"
             case .optionNotAllowed(let name): "forbidden processing option \(name)"
             case .expired: "expired URL"
+            case .cannotWrite(let format): "results cannot be written as \(format)"
             }
         }
     }

@@ -185,3 +185,37 @@ extension ImgproxySuiteTests {
         }
     }
 }
+
+extension ImgproxySuiteTests {
+    /// One case of imgproxy's size tables (Fixtures/imgproxy/size-cases.json, transcribed
+    /// by Fixtures/tools/transcribe-imgproxy-sizes.py).
+    struct SizeCase: Decodable {
+        let test: String
+        let options: String
+        let width: Int
+        let height: Int
+    }
+
+    @Test(
+        "processing_test.go TestResizeTo* and TestResultSizeLimit: 167 sizes of geometry.png; TestImageResolutionTooLarge"
+    )
+    func sizeTables() async throws {
+        let data = try Data(contentsOf: URL(fileURLWithPath: Self.root + "/size-cases.json"))
+        let cases = try JSONDecoder().decode([SizeCase].self, from: data)
+        #expect(cases.count == 167)
+        try await serving(arguments: ["--allow-security-options"]) { (server: ServedProcess) async throws in
+            for test in cases {
+                let answer = try await server.get("/unsafe/\(test.options)/plain/local:///geometry.png@png")
+                #expect(answer.status == 200, "\(test.test) \(test.options): \(answer.status) \(answer.text)")
+                guard answer.status == 200 else { continue }
+                let image = try decoded(answer)
+                #expect(
+                    image.width == test.width && image.height == test.height,
+                    "\(test.test) \(test.options): \(image.width)x\(image.height), imgproxy \(test.width)x\(test.height)"
+                )
+            }
+            let tooLarge = try await server.get("/unsafe/max_src_resolution:0.00001/plain/local:///geometry.png")
+            #expect(tooLarge.status == 422)
+        }
+    }
+}

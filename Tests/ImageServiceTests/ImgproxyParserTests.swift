@@ -187,6 +187,17 @@ struct ImgproxyParserTests {
         var url = try Self.parse("/size,100,100,1/plain/http://images.dev/lorem/ipsum.jpg", rules: comma)
         #expect(url.options.width == 100 && url.options.height == 100 && url.options.enlarge)
         #expect(try Self.parse("/format:webp/plain/http://images.dev/lorem/ipsum.jpg").format == .webp)
+        // integration_test's TestErrorSavingToSVG: a format imgproxy knows and this service
+        // does not write is a 422, as imgproxy's for one it cannot save; an unknown name a 404.
+        for format in ["svg", "bmp", "tiff", "heic", "ico"] {
+            #expect(throws: ProcessingURL.Failure.cannotWrite(format)) {
+                try Self.parse("/rs:fill:4:4/plain/local:///test1.png@\(format)")
+            }
+        }
+        #expect(ProcessingURL.Failure.cannotWrite("svg").status == 422)
+        #expect(throws: ProcessingURL.Failure.invalidArgument(option: "ext", value: "xyz")) {
+            try Self.parse("/plain/local:///test1.png@xyz")
+        }
 
         var presets = ProcessingURL.Rules()
         try presets.addPresets(["test1=resizing_type:fill", "test2=blur:0.2/quality:50"])
