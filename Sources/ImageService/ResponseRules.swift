@@ -116,11 +116,12 @@ extension ProcessingOptions.Format {
 }
 
 extension ResponseRules {
-    /// The `Content-Disposition` of a result when the URL names a file name (`fn`) or asks
-    /// for an attachment (`att`); `nil` otherwise. The name is the URL's, else the last
-    /// part of the source's path, with the result's extension; quotes, backslashes and
-    /// control characters are replaced in the quoted form, and a name beyond ASCII is
-    /// also given percent-encoded as `filename*` (RFC 6266).
+    /// The `Content-Disposition` of a result, as imgproxy sends one with every result:
+    /// `inline` (or `attachment` with `att`), the name the URL gives (`fn`), else the
+    /// last part of the source's path (`image` when it has none), with the result's
+    /// extension. In the quoted form a quote becomes `%22` (imgproxy's) and backslashes
+    /// and control characters `_`; a name beyond ASCII is also given percent-encoded as
+    /// `filename*` (RFC 6266).
     ///
     /// ```swift
     /// ResponseRules.contentDisposition(filename: "café", source: "https://a.example/x.png", format: .webp, attachment: true)
@@ -128,7 +129,7 @@ extension ResponseRules {
     /// ```
     package static func contentDisposition(
         filename: String?, source: String, format: ProcessingOptions.Format?, attachment: Bool
-    ) -> String? {
+    ) -> String {
         contentDisposition(
             filename: filename, source: source, fileExtension: format?.fileExtension, attachment: attachment)
     }
@@ -136,12 +137,12 @@ extension ResponseRules {
     /// The same with the extension given as text (a source passed through, whatever its format).
     package static func contentDisposition(
         filename: String?, source: String, fileExtension: String?, attachment: Bool
-    ) -> String? {
-        guard filename != nil || attachment else { return nil }
+    ) -> String {
         var name = filename ?? ""
         if name.isEmpty {
-            let path = URL(string: source)?.path ?? source
-            name = path.split(separator: "/").last.map(String.init) ?? "image"
+            let path = URLComponents(string: source)?.path ?? source
+            // The part after the last slash: none (a path ending in /) gives "image".
+            name = path.hasSuffix("/") ? "" : path.split(separator: "/").last.map(String.init) ?? ""
             if fileExtension != nil, let dot = name.lastIndex(of: "."), dot != name.startIndex {
                 name = String(name[..<dot])
             }
@@ -151,9 +152,9 @@ extension ResponseRules {
         let plain = String(
             String.UnicodeScalarView(
                 name.unicodeScalars.prefix(200).map { scalar in
-                    scalar.isASCII && scalar.value >= 0x20 && scalar.value != 0x7f && scalar != "\"" && scalar != "\\"
-                        ? scalar : "_"
-                }))
+                    scalar.isASCII && scalar.value >= 0x20 && scalar.value != 0x7f && scalar != "\\" ? scalar : "_"
+                })
+        ).replacingOccurrences(of: "\"", with: "%22")
         var value = (attachment ? "attachment" : "inline") + "; filename=\"" + plain + "\""
         if !name.unicodeScalars.allSatisfy({ $0.isASCII }) {
             let unreserved = CharacterSet(charactersIn: "!#$&+-.^_`|~").union(.alphanumerics).subtracting(

@@ -200,10 +200,12 @@ struct ServeCommandTests {
                     #expect(answer.header("Content-Type") == "image/\(format.rawValue)", "\(path)")
                     #expect(try decoded(answer).format == format)
                 }
-                for bad in ["rs:wrong:10:10", "w:-1", "q:101", "nope:1", "dpr:9", "g:up", "f:tiff", "w:10:20"] {
+                for bad in ["rs:wrong:10:10", "w:-1", "q:101", "nope:1", "dpr:9", "g:up", "f:xyz", "w:10:20"] {
                     let answer = try await server.get("/insecure/\(bad)\(photo)")
                     #expect(answer.status == 404 && answer.header("Cache-Control") == "no-store", "\(bad)")
                 }
+                // A format imgproxy writes and this service does not: imgproxy's 422 for "cannot save".
+                #expect(try await server.get("/insecure/f:tiff\(photo)").status == 422)
             }
             // Past --max-result-size: scaled down to it, as imgproxy (a small limit, so the
             // check costs a thumbnail, not a 3-megapixel debug encode on a busy machine).

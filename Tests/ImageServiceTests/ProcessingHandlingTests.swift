@@ -167,7 +167,7 @@ struct ProcessingHandlingTests {
         }
     }
 
-    @Test("filename and attachment set a safely quoted Content-Disposition")
+    @Test("every result has a safely quoted Content-Disposition, as imgproxy's (httpheaders/cdv_test.go's table too)")
     func disposition() async throws {
         #expect(
             ResponseRules.contentDisposition(
@@ -176,11 +176,27 @@ struct ProcessingHandlingTests {
         #expect(
             ResponseRules.contentDisposition(
                 filename: "say \"hi\"\\", source: "x", format: .jpeg, attachment: false)
-                == "inline; filename=\"say _hi__.jpg\"")
+                == "inline; filename=\"say %22hi%22_.jpg\"")
         #expect(
             ResponseRules.contentDisposition(filename: "café\r\n", source: "x", format: .png, attachment: false)
                 == "inline; filename=\"caf___.png\"; filename*=UTF-8''caf%C3%A9%0D%0A.png")
-        #expect(ResponseRules.contentDisposition(filename: nil, source: "x", format: .png, attachment: false) == nil)
+        // imgproxy's cdv_test.go cases (its `ext` is the result's format here).
+        let cases: [(String, String?, ProcessingOptions.Format?, Bool, String)] = [
+            ("http://example.com/test.jpg", nil, nil, false, "inline; filename=\"test.jpg\""),
+            ("http://example.com/path/to/", nil, nil, false, "inline; filename=\"image\""),
+            ("http://example.com/path/to/", nil, .png, false, "inline; filename=\"image.png\""),
+            ("http://example.com/path/to/", "example", .png, false, "inline; filename=\"example.png\""),
+            ("http://example.com/path/to/face.png", nil, .jpeg, false, "inline; filename=\"face.jpg\""),
+            ("http://example.com/path/to/123.png", "face", .jpeg, false, "inline; filename=\"face.jpg\""),
+            ("http://example.com/test.jpg", nil, nil, true, "attachment; filename=\"test.jpg\""),
+            ("http://example.com/test.jpg", "my\"file", .png, false, "inline; filename=\"my%22file.png\""),
+        ]
+        for (source, filename, format, attachment, expected) in cases {
+            #expect(
+                ResponseRules.contentDisposition(
+                    filename: filename, source: source, format: format, attachment: attachment) == expected,
+                "\(source) \(filename ?? "-")")
+        }
         try await References.withService { service in
             // A base64url-encoded name (fn:{name}:1): "Grüße" encoded.
             let encoded = "R3LDvMOfZQ"
