@@ -3,6 +3,12 @@
 
     python3 Benchmarks/serve_compare.py [--duration 60] [--rounds 1] [--connections 2,16]
                                         [--binary PATH] [--work DIR]
+                                        [--baseline PATH] [--formats jpeg,png] [--no-thumbor]
+
+`--baseline PATH` runs a second imageloader binary (an earlier build) in the same
+rounds, interleaved, and adds its rates and the ratio new/baseline to the table: the
+check that a change did not move the processing rates. `--formats` limits the outputs,
+`--no-thumbor` leaves thumbor out (and the cached and overload parts with it).
 
 Method, after imgproxy's image-servers-benchmark:
   inputs    100 JPEG (q90) and 100 PNG (RGB) photo-like images of 2000x1500, made with
@@ -347,12 +353,20 @@ def main():
     parser.add_argument("--binary", default=os.path.join(ROOT, ".build-release/release/imageloader"))
     parser.add_argument("--work", default=os.path.join(ROOT, ".build", "serve-bench"))
     parser.add_argument("--photos", type=int, default=100)
+    parser.add_argument("--baseline", help="an earlier imageloader binary, run side by side")
+    parser.add_argument("--formats", default=",".join(FORMATS))
+    parser.add_argument("--no-thumbor", action="store_true")
     args = parser.parse_args()
+    formats = [f for f in FORMATS if f in args.formats.split(",")]
     if not os.path.exists(args.binary):
         sys.exit(f"serve_compare: {args.binary} missing: run scripts/build-release.sh")
     os.makedirs(args.work, exist_ok=True)
     work = os.path.abspath(args.work)
-    thumbor_bin = ensure_tools(os.path.join(ROOT, ".build", "serve-bench", "venv"))
+    thumbor_bin = None if args.no_thumbor else ensure_tools(os.path.join(ROOT, ".build", "serve-bench", "venv"))
+    if args.no_thumbor:
+        for tool, package in (("nginx", "nginx"), ("wrk", "wrk"), ("convert", "imagemagick")):
+            if not shutil.which(tool):
+                sh(["apt-get", "install", "-y", "-q", package])
     inputs = os.path.join(work, "inputs")
     make_inputs(inputs, args.photos)
     connections = [int(c) for c in args.connections.split(",")]
@@ -378,18 +392,26 @@ def main():
         ("thumbor", "jpeg"): f"/unsafe/fit-in/512x512/filters:quality(80):format(jpeg)/127.0.0.1:{origin_port}/jpeg/{{K}}/p{{I}}.jpg",
         ("thumbor", "png"): f"/unsafe/fit-in/512x512/filters:format(png)/127.0.0.1:{origin_port}/png/{{K}}/p{{I}}.png",
     }
+    for fmt in FORMATS:
+        if ("imageloader", fmt) in patterns:
+            patterns[("baseline", fmt)] = patterns[("imageloader", fmt)]
+    servers = ["imageloader"] + (["baseline"] if args.baseline else []) + ([] if args.no_thumbor else ["thumbor"])
     results = {}
-    peaks = {"imageloader": 0.0, "thumbor": 0.0}
+    peaks = {name: 0.0 for name in servers}
     try:
         for round_index in range(args.rounds):
-            order = ["imageloader", "thumbor"] if round_index % 2 == 0 else ["thumbor", "imageloader"]
+            # Rotated from round to round, so no server always runs first.
+            order = servers[round_index % len(servers):] + servers[:round_index % len(servers)]
             for name in order:
-                server = (imageloader(args.binary, ours_port, "--result-cache-mb", "0", "--queue", "4096",
-                                      "--max-animation-frames", "100")
-                          if name == "imageloader" else thumbor(thumbor_bin, thumbor_port, work))
-                port = ours_port if name == "imageloader" else thumbor_port
+                if name == "thumbor":
+                    server = thumbor(thumbor_bin, thumbor_port, work)
+                else:
+                    binary = args.binary if name == "imageloader" else args.baseline
+                    server = imageloader(binary, ours_port, "--result-cache-mb", "0", "--queue", "4096",
+                                         "--max-animation-frames", "100")
+                port = thumbor_port if name == "thumbor" else ours_port
                 try:
-                    for fmt in FORMATS:
+                    for fmt in formats:
                         if (name, fmt) not in patterns:
                             continue
                         count = 1 if fmt == "gif>webp" else min(args.photos, MODERN_SOURCES) if ">" in fmt else args.photos
@@ -408,10 +430,24 @@ def main():
                 finally:
                     server.stop()
 
+        if args.baseline:
+            print("\n## This build against the baseline, medians over rounds\n")
+            print("| output | connections | this req/s | baseline req/s | ratio (this / baseline, per round) |")
+            print("|---|---:|---:|---:|---:|")
+            for fmt in formats:
+                for c in connections:
+                    ours, base = results.get(("imageloader", fmt, c)), results.get(("baseline", fmt, c))
+                    if not ours or not base:
+                        continue
+                    ratio = statistics.median(o["rate"] / b["rate"] for o, b in zip(ours, base))
+                    print(f"| {fmt} | {c} | {statistics.median(r['rate'] for r in ours):.1f} | "
+                          f"{statistics.median(r['rate'] for r in base):.1f} | {ratio:.3f}x |")
+        if args.no_thumbor:
+            return
         print("\n## Processing (no result caches), medians over rounds\n")
         print("| output | connections | imageloader req/s | p50 / p99 ms | thumbor req/s | p50 / p99 ms | ratio |")
         print("|---|---:|---:|---:|---:|---:|---:|")
-        for fmt in FORMATS:
+        for fmt in formats:
             for c in connections:
                 ours = results.get(("imageloader", fmt, c))
                 theirs = results.get(("thumbor", fmt, c))

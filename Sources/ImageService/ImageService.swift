@@ -405,7 +405,8 @@ public final class ImageService: Service, Sendable {
         let now = Date()
         let expires = url.options.expires.flatMap { $0 > 0 ? Date(timeIntervalSince1970: TimeInterval($0)) : nil }
         var source: SourceData
-        var status = 200
+        // The fallback image's status, when it stands in for the source.
+        var fallbackStatus: Int?
         do {
             source = try await metrics.timingFetch {
                 try await fetch(allowed, conditions: conditions, cookie: key.cookie)
@@ -419,16 +420,16 @@ public final class ImageService: Service, Sendable {
                     freshFor: nil, tier: "revalidated", cacheControl: value("Cache-Control"), expires: value("Expires"))
                 return .notModified(meta(answered, url, allowed, format: url.format, now: now, expires: expires))
             }
-            (source, status) = try fallback(for: ServiceError.from(error))
+            (source, fallbackStatus) = try fallback(for: ServiceError.from(error))
         } catch let error as ServiceError {
-            (source, status) = try fallback(for: error)
+            (source, fallbackStatus) = try fallback(for: error)
         }
         metrics.sourceFetched(from: source.tier)
         let limits = effectiveLimits(url.options.security)
         guard source.bytes.count <= limits.maxSourceBytes else {
             throw ServiceError.sourceTooLarge(bytes: limits.maxSourceBytes)
         }
-        if status == 200, conditions.matches(entityTag: source.entityTag, lastModified: source.lastModified) {
+        if fallbackStatus == nil, conditions.matches(entityTag: source.entityTag, lastModified: source.lastModified) {
             // Nothing is decoded for a 304: it carries no body, so no Content-Type.
             return .notModified(meta(source, url, allowed, format: url.format, now: now, expires: expires))
         }
@@ -472,12 +473,17 @@ public final class ImageService: Service, Sendable {
             if configuration.debugHeaders { produced.extra.addDebugFields(origin: made.origin, result: made.result) }
             result = ProcessedResult(bytes: made.bytes, meta: produced)
         }
-        if status != 200 {
-            result.meta.status = status
-            if let ttl = configuration.fallbackImage?.ttl, ttl > 0 { result.meta.caching = .maxAge(ttl) }
+        if let fallbackStatus {
+            result.meta.status = fallbackStatus
+            if let ttl = configuration.fallbackImage?.ttl, ttl > 0 {
+                result.meta.caching = .maxAge(ttl)
+            } else if fallbackStatus >= 400 {
+                // Sent for a failure: kept no more than the failure would be (imgproxy sends none).
+                result.meta.caching = .verbatim("no-store")
+            }
         }
         if configuration.debugHeaders { result.meta.extra[.originContentLength] = String(source.bytes.count) }
-        if let results, let requestKey, status == 200, result.meta.keepUntil > now {
+        if let results, let requestKey, fallbackStatus == nil, result.meta.keepUntil > now {
             results.insert(result, for: requestKey)
         }
         return .processed(result)
@@ -485,7 +491,7 @@ public final class ImageService: Service, Sendable {
 
     /// The fallback image as the source, with the status it is sent with; `failure`
     /// itself when there is none.
-    private func fallback(for failure: ServiceError) throws -> (SourceData, Int) {
+    private func fallback(for failure: ServiceError) throws -> (SourceData, Int?) {
         guard let image = configuration.fallbackImage, failure.status != 499 else { throw failure }
         if let cause = failure.cause { configuration.logger.warning("source failed, fallback image sent: \(cause)") }
         let source = SourceData(

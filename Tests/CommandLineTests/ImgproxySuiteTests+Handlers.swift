@@ -224,3 +224,114 @@ extension ImgproxySuiteTests {
         }
     }
 }
+
+extension ImgproxySuiteTests {
+    // MARK: the settings imgproxy reads, each through its variable
+
+    @Test("URL settings: trusted signatures, base URL, URL replacements, base64 file names, separator, allowed options")
+    func urlSettings() async throws {
+        let hex = { (text: String) in Data(text.utf8).map { String(format: "%02x", $0) }.joined() }
+        try await serving(
+            [
+                "IMGPROXY_KEY": hex("test-key"), "IMGPROXY_SALT": hex("test-salt"),
+                "IMGPROXY_TRUSTED_SIGNATURES": "trusted1,trusted2",
+            ]
+        ) { (server: ServedProcess) async throws in
+            #expect(try await server.get("/trusted2/rs:fit:4:4/plain/local:///test1.png").status == 200)
+            #expect(try await server.get("/untrusted/rs:fit:4:4/plain/local:///test1.png").status == 403)
+        }
+        let base64 = { (text: String) in
+            Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        }
+        try await serving([
+            "IMGPROXY_BASE_URL": "local:///test-images/", "IMGPROXY_BASE64_URL_INCLUDES_FILENAME": "true",
+            "IMGPROXY_ARGUMENTS_SEPARATOR": ",", "IMGPROXY_ALLOWED_PROCESSING_OPTIONS": "rs,f",
+        ]) { (server: ServedProcess) async throws in
+            let image = try decoded(await server.get("/unsafe/rs,fit,40,40/\(base64("png/8-bpp.png")).png/cat.png"))
+            #expect(image.width == 40 && image.height == 40)
+            #expect(try await server.get("/unsafe/rs,fit,40,40/bl,2/plain/png/8-bpp.png").status == 404)
+        }
+        try await serving(["IMGPROXY_URL_REPLACEMENTS": "pics://*/=local:///test-images/${1}/;other://=local:///"]) {
+            (server: ServedProcess) async throws in
+            let image = try decoded(await server.get("/unsafe/rs:fit:30:30/plain/pics://png/8-bpp.png@png"))
+            #expect(image.width == 30)
+            #expect(try await server.get("/unsafe/rs:fit:30:30/plain/other://test1.png@png").status == 200)
+        }
+    }
+
+    @Test("fallback image (data, status, TTL), debug headers, development errors, format quality")
+    func responseSettings() async throws {
+        let fallback = Data(Self.bytes("test1.png")).base64EncodedString()
+        try await serving([
+            "IMGPROXY_FALLBACK_IMAGE_DATA": fallback, "IMGPROXY_FALLBACK_IMAGE_HTTP_CODE": "200",
+            "IMGPROXY_FALLBACK_IMAGE_TTL": "77", "IMGPROXY_ENABLE_DEBUG_HEADERS": "true",
+        ]) { (server: ServedProcess) async throws in
+            let missing = try await server.get("/unsafe/rs:fill:4:4/plain/local:///nothing-here.png@png")
+            #expect(missing.status == 200 && missing.header("Cache-Control") == "max-age=77, public")
+            let image = try decoded(missing)
+            #expect(image.width == 4 && image.height == 4)
+            let answer = try await server.get("/unsafe/rs:fit:50:50/plain/local:///geometry.png@png")
+            #expect(answer.header("X-Origin-Width") == "200" && answer.header("X-Origin-Height") == "100")
+            #expect(answer.header("X-Result-Width") == "50" && answer.header("X-Result-Height") == "25")
+            #expect(answer.header("X-Origin-Content-Length") == String(Self.bytes("geometry.png").count))
+        }
+        try await serving(["IMGPROXY_FALLBACK_IMAGE_DATA": fallback]) { (server: ServedProcess) async throws in
+            // Without a status of its own, the failure's.
+            let missing = try await server.get("/unsafe/rs:fill:4:4/plain/local:///nothing-here.png@png")
+            let image = try decoded(missing)
+            #expect(missing.status == 404 && image.width == 4 && missing.header("Cache-Control") == "no-store")
+        }
+        try await serving(["IMGPROXY_DEVELOPMENT_ERRORS_MODE": "true"]) { (server: ServedProcess) async throws in
+            let answer = try await server.get("/unsafe/nope:1/plain/local:///test1.png")
+            #expect(answer.status == 404 && answer.header("Content-Type")?.hasPrefix("text/html") == true)
+            #expect(answer.text.contains("nope"))
+        }
+        try await serving(["IMGPROXY_FORMAT_QUALITY": "jpeg=5"]) { (server: ServedProcess) async throws in
+            let low = try await server.get("/unsafe/plain/local:///test2.jpg@jpg")
+            let high = try await server.get("/unsafe/q:95/plain/local:///test2.jpg@jpg")
+            #expect(low.body.count * 2 < high.body.count)
+        }
+    }
+
+    @Test("sources: User-Agent, redirects, download timeout, cookies for the same host, address classes")
+    func sourceSettings() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        let data = Self.bytes("test1.png")
+        origin.serve("/a.png", .init(body: data))
+        for index in 0..<4 {
+            origin.serve("/r\(index)", .init(status: 302, headers: [("Location", "/r\(index + 1)")]))
+        }
+        origin.serve("/r4", .init(body: data))
+        origin.serve("/slow.png", .init(body: data, delay: 3))
+        try await serving([
+            "IMGPROXY_USER_AGENT": "tester/1", "IMGPROXY_MAX_REDIRECTS": "3", "IMGPROXY_DOWNLOAD_TIMEOUT": "1",
+            "IMGPROXY_COOKIE_PASSTHROUGH": "true", "IMGPROXY_COOKIE_BASE_URL": "http://127.0.0.1:1/",
+        ]) { (server: ServedProcess) async throws in
+            let answer = try await server.get(
+                "/unsafe/plain/" + origin.url("/a.png").absoluteString, headers: [("Cookie", "session=abc")])
+            #expect(answer.status == 200)
+            #expect(origin.requests("/a.png").last?.header("User-Agent") == "tester/1")
+            #expect(origin.requests("/a.png").last?.header("Cookie") == "session=abc")
+            #expect(try await server.get("/unsafe/plain/" + origin.url("/r0").absoluteString).status == 404)
+            #expect(try await server.get("/unsafe/plain/" + origin.url("/r1").absoluteString).status == 200)
+            #expect(try await server.get("/unsafe/plain/" + origin.url("/slow.png").absoluteString).status == 504)
+        }
+        // Cookies set for another host stay with the client.
+        try await serving(["IMGPROXY_COOKIE_PASSTHROUGH": "true", "IMGPROXY_COOKIE_BASE_URL": "https://shop.example/"])
+        {
+            (server: ServedProcess) async throws in
+            let answer = try await server.get(
+                "/unsafe/plain/" + origin.url("/a.png").absoluteString, headers: [("Cookie", "session=abc")])
+            #expect(answer.status == 200 && origin.requests("/a.png").last?.header("Cookie") == nil)
+        }
+        try await serving([
+            "IMGPROXY_ALLOW_LOOPBACK_SOURCE_ADDRESSES": "false", "IMGPROXY_ALLOW_PRIVATE_SOURCE_ADDRESSES": "true",
+        ]) {
+            (server: ServedProcess) async throws in
+            // Private is not loopback: 127.0.0.1 stays refused.
+            #expect(try await server.get("/unsafe/plain/" + origin.url("/a.png").absoluteString).status == 404)
+        }
+    }
+}
