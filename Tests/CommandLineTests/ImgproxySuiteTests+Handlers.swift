@@ -335,3 +335,21 @@ extension ImgproxySuiteTests {
         }
     }
 }
+
+extension ImgproxySuiteTests {
+    @Test("server TestRequestID: a plain X-Request-ID is kept, another replaced, a missing one made")
+    func requestID() async throws {
+        try await serving { (server: ServedProcess) async throws in
+            let kept = try await server.get("/health", headers: [("X-Request-ID", "valid-id-123")])
+            #expect(kept.header("X-Request-ID") == "valid-id-123")
+            let replaced = try await server.get("/health", headers: [("X-Request-ID", "invalid id with spaces!")])
+            let made = try await server.get("/health")
+            for answer in [replaced, made] {
+                let id = try #require(answer.header("X-Request-ID"))
+                #expect(
+                    id != "invalid id with spaces!"
+                        && id.range(of: #"^[A-Za-z0-9_\-]+$"#, options: .regularExpression) != nil)
+            }
+        }
+    }
+}
