@@ -118,14 +118,16 @@ final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHandler {
         if response.status == .ok { headers[.contentLength] = String(bytes) }
         headers[.requestID] = pending.id
         headers[.date] = currentDate()
-        context.write(
-            wrapOutboundOut(.head(HTTPResponse(status: response.status, headerFields: headers))), promise: nil)
-        if let body, pending.method != .head { context.write(wrapOutboundOut(.body(body)), promise: nil) }
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        // The line first, as the router's middleware writes it before the answer goes out:
+        // whoever reads the log after the answer finds the request there.
         AccessLogLine.record(
             logger: service.configuration.logger, metrics: service.metrics, method: pending.method, path: pending.path,
             id: pending.id, status: response.status.code, bytes: pending.method == .head ? 0 : bytes,
             since: pending.start)
+        context.write(
+            wrapOutboundOut(.head(HTTPResponse(status: response.status, headerFields: headers))), promise: nil)
+        if let body, pending.method != .head { context.write(wrapOutboundOut(.body(body)), promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
     }
 
     /// The `Date` header field for now (RFC 9110's IMF-fixdate), formatted once a second.

@@ -180,10 +180,13 @@ struct ClusterTests {
                 later.status == 200 && later.header("X-Cache-Status") == "REVALIDATED",
                 "\(later.status) \(later.header("X-Cache-Status") ?? "no X-Cache-Status")")
             #expect(later.body == first.body)
-            let log = try String(
-                contentsOf: cluster.directory.appendingPathComponent("logs/instance-\(cluster.instancePorts[1]).log"),
-                encoding: .utf8)
-            #expect(log.split(separator: "\n").contains { $0.contains("GET \(path) 304") }, "\(log.suffix(2000))")
+            // The instance writes its access-log line after the answer has gone (nginx may
+            // have answered the test first): wait for the line.
+            let logFile = cluster.directory.appendingPathComponent("logs/instance-\(cluster.instancePorts[1]).log")
+            try await waitUntil("the instance logged its 304") {
+                let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+                return log.split(separator: "\n").contains { $0.contains("GET \(path) 304") }
+            }
         }
     }
 }
