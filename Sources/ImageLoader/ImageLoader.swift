@@ -35,6 +35,8 @@ public final class ImageLoader: Sendable {
     private let pipeline: ImagePipeline
     let context: PipelineContext
     private let dataLoader: any DataLoading
+    /// The object stores, when any is configured (``Configuration/objectStorage``).
+    let objectStores: ObjectStorageDataLoader?
     private let workers: WorkerPool
     private let isShutDown = Lock(false)
     /// The configuration's decoding limits, which every thumbnail key carries.
@@ -55,12 +57,22 @@ public final class ImageLoader: Sendable {
             ? MemoryCache(configuration: configuration.memoryCache, clock: configuration.clock) : nil
         var http = configuration.http
         http.clock = configuration.clock
+        let base: any DataLoading
         if let custom = configuration.dataLoader {
-            dataLoader = custom
+            base = custom
         } else if let client = configuration.httpClient {
-            dataLoader = HTTPDataLoader(client: client, configuration: http, logger: configuration.logger)
+            base = HTTPDataLoader(client: client, configuration: http, logger: configuration.logger)
         } else {
-            dataLoader = HTTPDataLoader(configuration: http, logger: configuration.logger)
+            base = HTTPDataLoader(configuration: http, logger: configuration.logger)
+        }
+        if configuration.objectStorage.schemes.isEmpty {
+            dataLoader = base
+            objectStores = nil
+        } else {
+            let stores = try ObjectStorageDataLoader(
+                configuration: configuration.objectStorage, http: http, fallback: base, logger: configuration.logger)
+            dataLoader = stores
+            objectStores = stores
         }
         workers = WorkerPool(threads: configuration.decodingThreads, niceness: configuration.workerNiceness)
         context = PipelineContext(

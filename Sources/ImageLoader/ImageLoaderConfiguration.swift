@@ -74,6 +74,13 @@ extension ImageLoader {
         public var httpClient: HTTPClient?
         /// Another HTTP stack; `nil` for AsyncHTTPClient.
         public var dataLoader: (any DataLoading)?
+        /// The object stores `s3://`, `gs://` and `abs://` URLs are read from (none by
+        /// default). Their reads take the same cache path as HTTP's.
+        ///
+        /// ```swift
+        /// configuration.objectStorage.s3 = S3Configuration(region: "eu-west-1")
+        /// ```
+        public var objectStorage = ObjectStorageConfiguration()
 
         // MARK: Decoding
 

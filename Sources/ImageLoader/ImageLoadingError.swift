@@ -41,8 +41,12 @@ public struct ImageLoadingError: Error, Sendable, Hashable, CustomStringConverti
         /// The URL failed before, often enough and recently enough that the loader did
         /// not ask again (error caching: ``ImageLoader/Configuration/maxAttemptsForErrors``).
         case rememberedFailure(status: Int?, attempts: Int)
-        /// Not an http, https or file URL.
+        /// Not an http, https or file URL, nor one of a configured object store
+        /// (``ObjectStorageConfiguration``).
         case unsupportedURL
+        /// An object store's credentials could not be had: none found, a key that does not
+        /// parse, a token endpoint that refused. The words never contain a secret.
+        case credentials(String)
         /// The host resolved to no address that ``HTTPDataLoader/Configuration/addressFilter``
         /// allows (a private or loopback network, for a service open to the internet):
         /// the host, and the addresses refused.
@@ -93,6 +97,7 @@ public struct ImageLoadingError: Error, Sendable, Hashable, CustomStringConverti
         case .rememberedFailure(let status, let attempts):
             text = "failed \(attempts) times recently\(status.map { " (HTTP status \($0))" } ?? ""); not retried yet"
         case .unsupportedURL: text = "unsupported URL"
+        case .credentials(let why): text = "object store credentials: \(why)"
         case .forbiddenAddress(let host, let addresses):
             text = "\(host) resolves to no allowed address (\(addresses.joined(separator: ", ")))"
         case .notModified: text = "not modified (the client's validators match)"

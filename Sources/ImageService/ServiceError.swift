@@ -116,6 +116,8 @@ public struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible {
         case .network: return ServiceError(status: 502, "source failed")
         case .invalidResponse: return ServiceError(status: 422, "source response is incomplete or malformed")
         case .tooManyRedirects, .unsupportedURL: return ServiceError(status: 404, "source is unreachable")
+        // The service's own configuration, not the client's request.
+        case .credentials: return ServiceError(status: 500, "object store credentials unavailable")
         case .cancelled, .shutDown: return ServiceError(status: 503, "shutting down")
         // Answered as a 304 where the service passes a client's validators on; never here.
         case .notModified: return ServiceError(status: 502, "source answered 304 unasked")

@@ -58,6 +58,54 @@ package enum HTTPDate {
             "\(weekday), \(two(day)) \(monthName) \(year) \(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) GMT"
     }
 
+    /// The UTC calendar fields of `date` (clamped to ``years``), for the other text forms
+    /// dates take (AWS's `20150830T123600Z`).
+    package static func fields(_ date: Date) -> (year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) {
+        let last = 253_402_300_799  // 9999-12-31 23:59:59
+        let seconds = Checked.clampedInt(date.timeIntervalSince1970.rounded(.down), to: 0...last) ?? 0
+        let days = seconds / 86_400
+        let secondOfDay = seconds - days * 86_400
+        let (year, month, day) = civilFromDays(days)
+        return (year, month, day, secondOfDay / 3600, secondOfDay / 60 % 60, secondOfDay % 60)
+    }
+
+    /// An RFC 3339 / ISO 8601 time as storage services and credential endpoints write
+    /// it (`2026-11-28T19:39:45.465Z`, `2026-11-28T19:39:45+01:00`); `nil` for anything else.
+    package static func parseISO8601(_ text: String) -> Date? {
+        let bytes = Array(text.utf8)
+        guard bytes.count >= 20, bytes.count <= 40 else { return nil }
+        func number(_ start: Int, _ count: Int) -> Int? {
+            Checked.decimal(String(decoding: bytes[start..<(start + count)], as: UTF8.self), limit: 9999)
+        }
+        guard bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
+            bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: "t") || bytes[10] == UInt8(ascii: " "),
+            bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
+            let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
+            let minute = number(14, 2), let second = number(17, 2), years.contains(year), (1...12).contains(month),
+            (1...31).contains(day), hour < 24, minute < 60, second <= 60
+        else { return nil }
+        var index = 19
+        if bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+        }
+        var offset = 0
+        let rest = bytes[index...]
+        if rest.elementsEqual([UInt8(ascii: "Z")]) || rest.elementsEqual([UInt8(ascii: "z")]) {
+            offset = 0
+        } else if rest.count == 6, rest.first == UInt8(ascii: "+") || rest.first == UInt8(ascii: "-"),
+            bytes[index + 3] == UInt8(ascii: ":"), let hours = number(index + 1, 2), let minutes = number(index + 4, 2),
+            hours < 24, minutes < 60
+        {
+            offset = (hours * 3600 + minutes * 60) * (rest.first == UInt8(ascii: "-") ? -1 : 1)
+        } else {
+            return nil
+        }
+        let days = daysFromCivil(year: year, month: month, day: day)
+        let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second - offset
+        return Date(timeIntervalSince1970: TimeInterval(seconds))
+    }
+
     private static func clock(_ text: String) -> [Int]? {
         let fields = text.split(separator: ":", omittingEmptySubsequences: false)
         let parts = fields.compactMap { Checked.decimal($0, limit: 99) }

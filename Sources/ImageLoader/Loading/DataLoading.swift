@@ -1,11 +1,16 @@
 import Foundation
 
-/// One HTTP GET as the loader makes it.
+/// One HTTP request as the loader makes it: a GET, or (for object stores' writes and
+/// credential endpoints) another method with a body.
 public struct DataRequest: Sendable, Hashable {
     /// The URL to get.
     public var url: URL
     /// The request's header fields, in order.
     public var headers: [HeaderField]
+    /// The method; `GET` unless a store writes.
+    public var method = "GET"
+    /// The body sent with the request (a `PUT` or `POST`), if any.
+    public var body: [UInt8]?
 
     /// A GET of `url` with `headers`.
     public init(url: URL, headers: [HeaderField] = []) {

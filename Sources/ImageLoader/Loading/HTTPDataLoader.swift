@@ -179,7 +179,8 @@ public final class HTTPDataLoader: DataLoading {
         let requestTime = configuration.clock()
         while true {
             var outgoing = HTTPClientRequest(url: url.absoluteString)
-            outgoing.method = .GET
+            outgoing.method = HTTPMethod(rawValue: request.method)
+            if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
             let sameOrigin = Origin(url) == origin
             for field in request.headers
             where sameOrigin || !configuration.sameOriginHeaders.contains(field.name.lowercased()) {
@@ -197,7 +198,9 @@ public final class HTTPDataLoader: DataLoading {
                     .invalidResponse("header fields larger than \(configuration.maxHeaderBytes) bytes"), url: key)
             }
             let status = Int(response.status.code)
-            if [301, 302, 303, 307, 308].contains(status), let location = response.headers.first(name: "Location") {
+            if request.method == "GET", [301, 302, 303, 307, 308].contains(status),
+                let location = response.headers.first(name: "Location")
+            {
                 redirects += 1
                 guard redirects <= configuration.maxRedirects else {
                     throw ImageLoadingError(.tooManyRedirects(limit: configuration.maxRedirects), url: key)

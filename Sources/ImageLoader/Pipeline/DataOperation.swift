@@ -21,7 +21,7 @@ struct DataOperation: CachedProductMaking {
     private typealias Flow = HTTPCacheFlow<DataOperation>
 
     func run() async throws -> LoadedData {
-        guard url.scheme == "http" || url.scheme == "https", url.host != nil else {
+        guard context.isFetchable(url) else {
             throw ImageLoadingError(.unsupportedURL, url: urlText)
         }
         var flow = Flow(

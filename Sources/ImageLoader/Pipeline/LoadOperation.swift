@@ -53,7 +53,7 @@ struct LoadOperation: CachedProductMaking {
 
     private func perform() async throws {
         if url.isFileURL { return try await loadFile() }
-        guard url.scheme == "http" || url.scheme == "https", url.host != nil else {
+        guard context.isFetchable(url) else {
             throw ImageLoadingError(.unsupportedURL, url: urlText)
         }
         let emit = self.emit

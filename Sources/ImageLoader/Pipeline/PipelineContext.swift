@@ -30,6 +30,20 @@ struct PipelineContext: Sendable {
 
     /// The request headers every request carries (and Vary compares).
     let requestHeaders: [HeaderField]
+    /// The schemes of the object stores configured (`s3`, `gs`, `abs`).
+    let storeSchemes: Set<String>
+
+    /// Whether `url` is one the loader fetches: http or https with a host, or an
+    /// object in a configured store.
+    func isFetchable(_ url: URL) -> Bool {
+        guard let scheme = url.scheme?.lowercased(), url.host != nil else { return false }
+        return scheme == "http" || scheme == "https" || storeSchemes.contains(scheme)
+    }
+
+    /// Whether `url` is an object in a store, which no address filter governs.
+    func isStoredObject(_ url: URL) -> Bool {
+        storeSchemes.contains(url.scheme?.lowercased() ?? "")
+    }
     /// The cores one worker's resize may use: its share of the machine. (Worked out
     /// once: `activeProcessorCount` reads the cgroup's files on every call.)
     let resizeCores: Int
@@ -55,6 +69,7 @@ struct PipelineContext: Sendable {
             headers.append(HeaderField("Accept", types))
         }
         requestHeaders = headers
+        storeSchemes = configuration.objectStorage.schemes
         resizeCores = max(1, ProcessInfo.processInfo.activeProcessorCount / max(1, configuration.decodingThreads))
     }
 

@@ -1,0 +1,128 @@
+import Crypto
+import Foundation
+import _CryptoExtras
+
+/// A service account's access tokens for Google Cloud Storage, by the OAuth 2.0 JWT
+/// bearer flow Google documents for server-to-server use: a JWT signed with the
+/// account's RSA key (RS256) is exchanged at the key's `token_uri` for an access token,
+/// kept until five minutes before it expires. Callers that ask during a fetch share it.
+actor GoogleTokenProvider {
+    /// The fields of a service account's JSON key that the flow uses.
+    struct Key: Decodable, Sendable {
+        var type: String?
+        var client_email: String
+        var private_key: String
+        var private_key_id: String?
+        var token_uri: String?
+    }
+
+    /// Read and write, for sources and results alike.
+    static let scope = "https://www.googleapis.com/auth/devstorage.read_write"
+    static let defaultTokenURI = "https://oauth2.googleapis.com/token"
+
+    private let key: Key
+    private let signingKey: _RSA.Signing.PrivateKey
+    private let http: any DataLoading
+    private var cached: (token: String, expires: Date)?
+    private var refreshing: Task<(token: String, expires: Date), any Error>?
+
+    /// Parses `json` (a service account key); throws `.credentials` naming what is wrong,
+    /// never the key's contents.
+    init(json: String, http: any DataLoading) throws(ImageLoadingError) {
+        guard let key = try? JSONDecoder().decode(Key.self, from: Data(json.utf8)) else {
+            throw ImageLoadingError(
+                .credentials("the GCS key is not a service account's JSON key (client_email, private_key)"),
+                url: "gs://")
+        }
+        guard let signingKey = try? _RSA.Signing.PrivateKey(pemRepresentation: key.private_key) else {
+            throw ImageLoadingError(.credentials("the GCS key's private_key is not an RSA key in PEM"), url: "gs://")
+        }
+        self.key = key
+        self.signingKey = signingKey
+        self.http = http
+    }
+
+    var tokenURI: String { key.token_uri ?? GoogleTokenProvider.defaultTokenURI }
+
+    /// A current access token.
+    func token() async throws -> String {
+        if let cached, cached.expires.timeIntervalSinceNow > 300 { return cached.token }
+        if let refreshing { return try await refreshing.value.token }
+        let task = Task { try await self.exchange() }
+        refreshing = task
+        defer { refreshing = nil }
+        let fresh = try await task.value
+        cached = fresh
+        return fresh.token
+    }
+
+    /// The signed assertion for `now`, as Google's client libraries write it: header
+    /// `{"typ":"JWT","alg":"RS256","kid":...}`, claims iat, exp (an hour on), iss, aud, scope.
+    func assertion(at now: Date) throws -> String {
+        let issued = Int(now.timeIntervalSince1970.rounded(.down))
+        var header = #"{"typ":"JWT","alg":"RS256""#
+        if let id = key.private_key_id { header += #","kid":"# + GoogleTokenProvider.jsonString(id) }
+        header += "}"
+        let claims =
+            #"{"iat":\#(issued),"exp":\#(issued + 3600),"iss":"# + GoogleTokenProvider.jsonString(key.client_email)
+            + #","aud":"# + GoogleTokenProvider.jsonString(tokenURI) + #","scope":"#
+            + GoogleTokenProvider.jsonString(GoogleTokenProvider.scope) + "}"
+        let input =
+            GoogleTokenProvider.base64URL(Array(header.utf8)) + "." + GoogleTokenProvider.base64URL(Array(claims.utf8))
+        let signature = try signingKey.signature(for: Data(input.utf8), padding: .insecurePKCS1v1_5)
+        return input + "." + GoogleTokenProvider.base64URL(Array(signature.rawRepresentation))
+    }
+
+    private struct TokenAnswer: Decodable {
+        var access_token: String?
+        var expires_in: Int?
+    }
+
+    private func exchange() async throws -> (token: String, expires: Date) {
+        guard let url = URL(string: tokenURI) else {
+            throw ImageLoadingError(.credentials("the GCS key's token_uri is not a URL"), url: "gs://")
+        }
+        let assertion: String
+        do { assertion = try self.assertion(at: Date()) } catch {
+            throw ImageLoadingError(.credentials("the GCS key cannot sign"), url: "gs://")
+        }
+        var request = DataRequest(url: url, headers: [HeaderField("Content-Type", "application/x-www-form-urlencoded")])
+        request.method = "POST"
+        request.body = Array(
+            ("grant_type=" + SignatureV4.encode("urn:ietf:params:oauth:grant-type:jwt-bearer", keepsSlash: false)
+                + "&assertion=" + assertion).utf8)
+        let response = try await http.load(request) { _, _ in }
+        guard response.status == 200,
+            let answer = try? JSONDecoder().decode(TokenAnswer.self, from: Data(response.body)),
+            let token = answer.access_token, !token.isEmpty
+        else {
+            throw ImageLoadingError(
+                .credentials("the token endpoint \(url.host ?? "") answered \(response.status) without a token"),
+                url: "gs://")
+        }
+        let lifetime = TimeInterval(min(max(answer.expires_in ?? 3600, 0), 86_400))
+        return (token, Date().addingTimeInterval(lifetime))
+    }
+
+    /// A JSON string literal for `text`.
+    static func jsonString(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    static func base64URL(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+}
