@@ -6,5 +6,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/install-system-libraries.sh
 # nginx, wrk and curl for the cluster test (scripts/serve-cluster.sh), when missing.
 bash scripts/serve-cluster.sh install
+# moto's S3, fake-gcs-server and the Azure endpoint the object storage tests run against.
+bash scripts/storage-servers.sh install
 bash scripts/docs.sh
 swift test "$@"
