@@ -206,6 +206,9 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup(title: "imgproxy's formats, header fields, clients and sources")
     var compatibility: ServeCompatibilityOptions
 
+    @OptionGroup(title: "Object storage: s3://, gs:// and abs:// sources, results in a bucket")
+    var storage: ServeStorageOptions
+
     func validate() throws {
         guard key.count == salt.count else { throw ValidationError("give as many --salt as --key") }
         // The settings' own checks, here too: a bad value is a usage mistake of `serve`.
@@ -214,6 +217,7 @@ struct ServeCommand: AsyncParsableCommand {
         var configuration = ImageService.Configuration()
         _ = try urlRules(settings(environment), configuration: &configuration, environment: environment)
         _ = try compatibility.healthPath(environment)
+        try storage.apply(to: &configuration, environment: environment)
     }
 
     /// The URL rules (presets, only-presets, security options, imgproxy's URL settings),
@@ -529,6 +533,7 @@ struct ServeCommand: AsyncParsableCommand {
         if diskCacheMB == 0 { configuration.loader.cacheDirectory = nil }
         configuration.loader.diskCacheMaxBytes = diskCacheMB << 20
         configuration.loader.logger = Logger(label: "imageloader.loader")
+        try storage.apply(to: &configuration, environment: environment)
 
         let service: ImageService
         do {

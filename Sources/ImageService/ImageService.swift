@@ -133,6 +133,19 @@ public final class ImageService: Service, Sendable {
         public var queue: Int?
         /// Bytes of processed images kept in memory; 0 keeps none.
         public var resultCacheBytes = 128 << 20
+        /// A bucket (and key prefix) that processed results are kept in and looked up
+        /// from, shared by every instance that names it: `s3://thumbnails/v1`,
+        /// `gs://...`, `abs://...`. Its store must be configured in
+        /// `loader.objectStorage`. A stored result is used while the result cache would
+        /// keep it, with the header fields it was first sent with; it is written after the
+        /// answer, without delaying it; a store that fails costs only the processing.
+        /// `nil` (the default): results are kept in this process only.
+        ///
+        /// ```swift
+        /// configuration.loader.objectStorage.s3 = S3Configuration(region: "eu-west-1")
+        /// configuration.resultStorage = URL(string: "s3://thumbnails/v1")
+        /// ```
+        public var resultStorage: URL?
         /// Serve `POST /upload/{options}`.
         public var allowsUploads = false
         /// Include the GPS position in `/info` answers (`--info-exif-gps`). Off by default:
@@ -210,10 +223,21 @@ public final class ImageService: Service, Sendable {
         var inFlightLimit: Int { Checked.saturatingAdd(max(1, workers), max(0, fetchesAhead ?? workers)) }
     }
 
+    /// ``Configuration/resultStorage`` names a bucket of a store the loader does not have.
+    public struct ResultStorageUnavailable: Error, CustomStringConvertible {
+        /// The location asked for.
+        public let location: URL
+        public var description: String {
+            "result storage \(location.absoluteString): its store is not configured (loader.objectStorage)"
+        }
+    }
+
     /// The settings the service was made with.
     public let configuration: Configuration
     let loader: ImageLoader
     private let results: ResultCache?
+    /// The bucket results are shared through, when configured.
+    private let storage: ResultStorage?
     private let admission: WorkScheduler
     /// Request bodies (`POST /info`, `/upload`) being read, and held until answered: apart
     /// from `admission`, so clients that send a body slowly hold no place of image
@@ -248,7 +272,19 @@ public final class ImageService: Service, Sendable {
         limits.maxInputBytes = configuration.maxSourceBytes
         limits.maxPixelsPerFrame = configuration.maxSourcePixels
         loaderConfiguration.decodingOptions.limits = limits
-        loader = try ImageLoader(configuration: loaderConfiguration)
+        if let location = configuration.resultStorage {
+            guard let scheme = location.scheme?.lowercased(),
+                configuration.loader.objectStorage.schemes.contains(scheme),
+                location.host?.isEmpty == false
+            else {
+                throw ResultStorageUnavailable(location: location)
+            }
+        }
+        let loader = try ImageLoader(configuration: loaderConfiguration)
+        self.loader = loader
+        storage = configuration.resultStorage.map {
+            ResultStorage(location: $0, loader: loader, logger: configuration.logger)
+        }
         results = configuration.resultCacheBytes > 0 ? ResultCache(maxBytes: configuration.resultCacheBytes) : nil
         admission = WorkScheduler(
             limit: configuration.inFlightLimit, order: .fifo, maxWaiting: configuration.queueLimit)
@@ -403,6 +439,15 @@ public final class ImageService: Service, Sendable {
         _ conditions: Conditions, features: ClientFeatures
     ) async throws -> ProcessingOutcome {
         let now = Date()
+        // A result another instance (or this one, before a restart) made and put in the bucket.
+        if let storage, let requestKey {
+            if let stored = await storage.read(requestKey, now: now) {
+                metrics.resultStorage("hit")
+                results?.insert(stored, for: requestKey)
+                return conditions.matches(stored.meta) ? .notModified(stored.meta) : .processed(stored)
+            }
+            metrics.resultStorage("miss")
+        }
         let expires = url.options.expires.flatMap { $0 > 0 ? Date(timeIntervalSince1970: TimeInterval($0)) : nil }
         var source: SourceData
         // The fallback image's status, when it stands in for the source.
@@ -485,6 +530,11 @@ public final class ImageService: Service, Sendable {
         if configuration.debugHeaders { result.meta.extra[.originContentLength] = String(source.bytes.count) }
         if let results, let requestKey, fallbackStatus == nil, result.meta.keepUntil > now {
             results.insert(result, for: requestKey)
+        }
+        if let storage, let requestKey, fallbackStatus == nil, result.meta.keepUntil > now {
+            let metrics = self.metrics
+            storage.write(result, for: requestKey) { stored in metrics.resultStorage(stored ? "write" : "write_failure")
+            }
         }
         return .processed(result)
     }
@@ -674,6 +724,11 @@ public final class ImageService: Service, Sendable {
     {
         switch allowed {
         case .remote(let url):
+            if let scheme = url.scheme?.lowercased(), let flag = ProcessingURL.objectStorageSchemes[scheme],
+                !configuration.loader.objectStorage.schemes.contains(scheme)
+            {
+                throw ServiceError(status: 404, "\(scheme):// sources are not enabled (imageloader serve \(flag))")
+            }
             var options = LoadOptions()
             options.clientValidators = conditions.fields
             if let cookie {

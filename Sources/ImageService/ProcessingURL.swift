@@ -26,7 +26,8 @@ public struct ProcessingURL: Sendable, Hashable {
 
     /// Where the image comes from.
     public enum Source: Sendable, Hashable {
-        /// An http or https URL.
+        /// An http or https URL, or an object in a store (`s3://bucket/key`,
+        /// `gs://bucket/object`, `abs://container/blob`).
         case remote(URL)
         /// A `local:///path` source: a path under the service's local root.
         case local(path: String)
@@ -382,6 +383,9 @@ public struct ProcessingURL: Sendable, Hashable {
         return base + text
     }
 
+    /// The object stores' schemes, with the `serve` option that enables each.
+    static let objectStorageSchemes = ["s3": "--use-s3", "gs": "--use-gcs", "abs": "--use-abs"]
+
     private static func source(_ text: String) throws(Failure) -> Source {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased() else {
             throw .invalidSource("not a URL")
@@ -389,6 +393,10 @@ public struct ProcessingURL: Sendable, Hashable {
         switch scheme {
         case "http", "https":
             guard let host = url.host, !host.isEmpty else { throw .invalidSource("no host") }
+            return .remote(url)
+        case "s3", "gs", "abs":
+            // The bucket is the host; an empty key is the store's 404, as imgproxy answers it.
+            guard let bucket = url.host, !bucket.isEmpty else { throw .invalidSource("no bucket") }
             return .remote(url)
         case "local":
             guard url.host == nil || url.host == "" else { throw .invalidSource("local sources have no host") }

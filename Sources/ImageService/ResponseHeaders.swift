@@ -143,7 +143,7 @@ extension ImageService {
 /// How long clients and caches downstream may keep a result, by imgproxy's rules:
 /// a URL's `exp` caps the TTL; else the source's own `Cache-Control` or `Expires` when
 /// passed through; else the TTL; `no-cache` when that is 0.
-indirect enum ClientCaching: Sendable, Hashable {
+indirect enum ClientCaching: Sendable, Hashable, Codable {
     /// `max-age` of the seconds left until a time, at most `cap`; once it has passed,
     /// the rule `otherwise`.
     case until(Date, cap: Int, otherwise: ClientCaching)

@@ -15,6 +15,7 @@ final class ServiceMetrics: Sendable {
     private let statuses = Lock([Int: Counter]())
     private let tiers = Lock([String: Counter]())
     private let sources = Lock([String: Counter]())
+    private let storageOutcomes = Lock([String: Counter]())
 
     init(factory: any MetricsFactory) {
         self.factory = factory
@@ -30,6 +31,11 @@ final class ServiceMetrics: Sendable {
     }
 
     /// A result answered from the processed-image cache.
+    /// A result storage lookup or write: `hit`, `miss`, `write`, `write_failure`.
+    func resultStorage(_ outcome: String) {
+        count(storageOutcomes, outcome, "imageservice_result_storage_total", ("outcome", outcome))
+    }
+
     func resultHit() { count(tiers, "result", "imageservice_cache_hits_total", ("tier", "result")) }
 
     /// A source fetched: `from` is `disk` or `revalidated` (hits of the loader's disk

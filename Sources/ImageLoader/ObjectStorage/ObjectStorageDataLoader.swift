@@ -500,3 +500,42 @@ struct AzureBlobStore: ObjectStore {
         return request
     }
 }
+
+// MARK: - Objects read and written directly (the service's result storage)
+
+extension ImageLoader {
+    /// The object `url` names (`s3://bucket/key`, ...), read from its store without the
+    /// HTTP cache; `nil` when the store has no such object. Throws when no store is
+    /// configured for the scheme or the store fails.
+    package func storedObject(at url: URL) async throws -> (body: [UInt8], headers: [HeaderField])? {
+        guard let stores = objectStores, stores.handles(url) else {
+            throw ImageLoadingError(.unsupportedURL, url: url.absoluteString)
+        }
+        let response = try await stores.load(DataRequest(url: url)) { _, _ in }
+        switch response.status {
+        case 200: return (response.body, response.headers)
+        case 404: return nil
+        default: throw ImageLoadingError(.httpStatus(response.status), url: url.absoluteString)
+        }
+    }
+
+    /// Writes `bytes` to the object `url` names, in the background: the caller does not
+    /// wait, ``shutdown()`` does. `completion` gets the failure, if any.
+    package func storeObjectInBackground(
+        at url: URL, bytes: [UInt8], contentType: String,
+        completion: @escaping @Sendable ((any Error)?) -> Void
+    ) {
+        guard let stores = objectStores, stores.handles(url), let object = ObjectLocation(url) else {
+            completion(ImageLoadingError(.unsupportedURL, url: url.absoluteString))
+            return
+        }
+        context.operations.startInBackground {
+            do {
+                try await stores.write(object, body: bytes, contentType: contentType, metadata: [:])
+                completion(nil)
+            } catch {
+                completion(error)
+            }
+        }
+    }
+}

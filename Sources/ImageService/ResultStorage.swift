@@ -1,0 +1,122 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import ImageLoader
+import Logging
+import NIOCore
+
+/// Processed results kept in a bucket (`s3://bucket/prefix`, `gs://...`, `abs://...`)
+/// that every instance of a cluster names: an instance looks a result up there before
+/// processing, and puts what it processes there afterwards, without making the answer
+/// wait. A stored result carries the header fields it was first sent with, and is used
+/// while the service would have kept it in its own result cache (its source's freshness,
+/// the URL's `exp`). Any failure of the store is logged and costs only the processing.
+struct ResultStorage: Sendable {
+    /// The bucket and the key prefix, as the `serve` option names them.
+    let location: URL
+    let loader: ImageLoader
+    let logger: Logger
+
+    /// The object a request's result is kept in: the prefix, then the SHA-256 of the
+    /// request path and the client features it was made for (two levels of folders).
+    func objectURL(for key: RequestKey) -> URL {
+        var text = location.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        let features = key.features
+        let identity = [
+            key.path, features.prefers.map(\.rawValue).sorted().joined(separator: ","),
+            features.enforces.map(\.rawValue).sorted().joined(separator: ","),
+            features.dpr.map { "\($0)" } ?? "", features.width.map { "\($0)" } ?? "",
+        ].joined(separator: "\n")
+        let digest = Array(SHA256.hash(data: Array(identity.utf8))).map { String(format: "%02x", $0) }.joined()
+        let name = "\(digest.prefix(2))/\(digest.dropFirst(2).prefix(2))/\(digest)"
+        return URL(string: text + "/" + name) ?? location
+    }
+
+    /// The stored result for `key`, when there is one still usable at `now`.
+    func read(_ key: RequestKey, now: Date) async -> ProcessedResult? {
+        let url = objectURL(for: key)
+        do {
+            guard let (body, _) = try await loader.storedObject(at: url) else { return nil }
+            guard let result = StoredResult.decode(body) else {
+                logger.warning("stored result unreadable, processed again", metadata: ["object": "\(url)"])
+                return nil
+            }
+            return result.meta.keepUntil > now ? result : nil
+        } catch {
+            logger.warning("result storage read failed", metadata: ["object": "\(url)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// Puts `result` in the bucket under `key`, in the background.
+    func write(_ result: ProcessedResult, for key: RequestKey, done: @escaping @Sendable (Bool) -> Void) {
+        let url = objectURL(for: key)
+        let logger = self.logger
+        loader.storeObjectInBackground(
+            at: url, bytes: StoredResult.encode(result), contentType: "application/vnd.imageloader.result"
+        ) { error in
+            if let error {
+                logger.warning("result storage write failed", metadata: ["object": "\(url)", "error": "\(error)"])
+            }
+            done(error == nil)
+        }
+    }
+}
+
+/// The stored form of a result: `ILR1`, the length of the header (4 bytes, big-endian),
+/// the header as JSON, then the image's bytes.
+enum StoredResult {
+    static let magic = Array("ILR1".utf8)
+    /// The most header bytes read: a result's fields are a few hundred.
+    static let maxHeaderBytes = 64 << 10
+
+    struct Header: Codable {
+        var status: Int
+        var contentType: String
+        var sourceTag: String?
+        var sourceLastModified: String?
+        var entityTag: String?
+        var lastModified: String?
+        var vary: String?
+        var keepUntil: Double
+        var caching: ClientCaching
+        var contentDisposition: String?
+        var extra: [[String]]
+    }
+
+    static func encode(_ result: ProcessedResult) -> [UInt8] {
+        let meta = result.meta
+        let header = Header(
+            status: meta.status, contentType: meta.contentType, sourceTag: meta.sourceTag,
+            sourceLastModified: meta.sourceLastModified, entityTag: meta.entityTag, lastModified: meta.lastModified,
+            vary: meta.vary, keepUntil: meta.keepUntil.timeIntervalSince1970, caching: meta.caching,
+            contentDisposition: meta.contentDisposition, extra: meta.extra.map { [$0.name.rawName, $0.value] })
+        let json = Array((try? JSONEncoder().encode(header)) ?? Data())
+        let length = UInt32(json.count)
+        return magic + [UInt8(length >> 24), UInt8(length >> 16 & 255), UInt8(length >> 8 & 255), UInt8(length & 255)]
+            + json + Array(result.body.readableBytesView)
+    }
+
+    /// The result `bytes` hold; `nil` for anything that is not one (a damaged or foreign object).
+    static func decode(_ bytes: [UInt8]) -> ProcessedResult? {
+        guard bytes.count >= 8, Array(bytes[0..<4]) == magic else { return nil }
+        let length = Int(bytes[4]) << 24 | Int(bytes[5]) << 16 | Int(bytes[6]) << 8 | Int(bytes[7])
+        guard length <= maxHeaderBytes, length <= bytes.count - 8 else { return nil }
+        guard let header = try? JSONDecoder().decode(Header.self, from: Data(bytes[8..<(8 + length)])),
+            (200..<600).contains(header.status), header.keepUntil.isFinite
+        else { return nil }
+        var extra = HTTPFields()
+        for pair in header.extra {
+            guard pair.count == 2, let name = HTTPField.Name(pair[0]) else { return nil }
+            extra.append(HTTPField(name: name, value: pair[1]))
+        }
+        let meta = ResponseMeta(
+            status: header.status, contentType: header.contentType, sourceTag: header.sourceTag,
+            sourceLastModified: header.sourceLastModified, entityTag: header.entityTag,
+            lastModified: header.lastModified, vary: header.vary,
+            keepUntil: Date(timeIntervalSince1970: header.keepUntil), caching: header.caching,
+            contentDisposition: header.contentDisposition, extra: extra)
+        return ProcessedResult(bytes: Array(bytes[(8 + length)...]), meta: meta)
+    }
+}
