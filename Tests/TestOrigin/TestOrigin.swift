@@ -15,6 +15,9 @@ public final class TestOrigin: Sendable {
     public struct Received: Sendable {
         public let path: String
         public let headers: [String: String]  // lowercased names
+        /// The method and the body (the first 1 MiB), for tests of writes and token requests.
+        public var method = "GET"
+        public var body: [UInt8] = []
 
         public func header(_ name: String) -> String? { headers[name.lowercased()] }
     }
@@ -115,7 +118,11 @@ public final class TestOrigin: Sendable {
             let name = field.name.canonicalName
             headers[name] = headers[name].map { $0 + ", " + field.value } ?? field.value
         }
-        let incoming = Received(path: request.uri.path, headers: headers)
+        var incoming = Received(path: request.uri.path, headers: headers)
+        incoming.method = request.method.rawValue
+        if request.method != .get {
+            incoming.body = Array((try await request.body.collect(upTo: 1 << 20)).readableBytesView)
+        }
         let count = received.withLockedValue { list -> Int in
             list.append(incoming)
             return list.filter { $0.path == incoming.path }.count
