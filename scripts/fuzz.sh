@@ -12,7 +12,7 @@ target="${1:?usage: fuzz.sh TARGET [SECONDS]}"
 seconds="${2:-60}"
 shift $(($# < 2 ? $# : 2))
 
-targets=(png jpeg gif tiff webp bmp heif avif jxl cache-policy http-date disk-entry sniff processing-url metadata zlib)
+targets=(png jpeg gif tiff webp bmp heif avif jxl cache-policy http-date disk-entry sniff processing-url metadata zlib object-storage)
 if [[ "$target" == all ]]; then
   for t in "${targets[@]}"; do bash "$0" "$t" "$seconds" "$@"; done
   exit 0
@@ -39,7 +39,7 @@ case "$target" in
   jxl) seed Fixtures/modern/images/jxl-* ;;
   sniff) seed Fixtures/images/*-8bit.bmp Fixtures/images/png-rgb8.png Fixtures/images/jpeg-420.jpg \
     Fixtures/modern/images/heif-8bit.heic Fixtures/modern/images/avif-8bit.avif Fixtures/modern/images/jxl-lossy.jxl ;;
-  cache-policy | http-date | disk-entry | processing-url | zlib) seed Fuzz/seeds/"$target"/* ;;
+  cache-policy | http-date | disk-entry | processing-url | zlib | object-storage) seed Fuzz/seeds/"$target"/* ;;
   metadata) seed Fuzz/seeds/metadata/* ;;
   *) echo "fuzz.sh: unknown target $target (one of: ${targets[*]})" >&2; exit 64 ;;
 esac

@@ -22,6 +22,7 @@ nonisolated let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "processing-url": fuzzProcessingURL,
     "metadata": fuzzMetadata,
     "zlib": fuzzZlib,
+    "object-storage": fuzzObjectStorage,
 ]
 
 /// The target FUZZ_TARGET names, looked up once.

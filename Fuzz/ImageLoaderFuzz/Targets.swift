@@ -264,3 +264,22 @@ func fuzzZlib(_ bytes: [UInt8]) {
     default: break
     }
 }
+
+/// What object stores and their credential endpoints send, and what the result bucket
+/// holds: a stored result (the service's envelope), a store's error body, an ISO 8601
+/// time, an INI file's section, an object URL; each parser over the same bytes.
+func fuzzObjectStorage(_ bytes: [UInt8]) {
+    if let result = StoredResult.decode(bytes) {
+        // What decodes encodes back to the same header fields and body.
+        let again = StoredResult.decode(StoredResult.encode(result))
+        precondition(again?.body == result.body && again?.meta.entityTag == result.meta.entityTag)
+    }
+    _ = ObjectStorageDataLoader.reason(bytes)
+    let text = String(decoding: bytes, as: UTF8.self)
+    _ = HTTPDate.parseISO8601(text)
+    _ = AWSCredentialProvider.section("default", of: text)
+    _ = AWSCredentialProvider.section("profile thumbs", of: text)
+    if let url = URL(string: text), let object = ObjectLocation(url) {
+        _ = SignatureV4.encode(object.key, keepsSlash: true)
+    }
+}
