@@ -20,7 +20,12 @@ struct ResultStorage: Sendable {
     /// The object a request's result is kept in: the prefix, then the SHA-256 of the
     /// request path and the client features it was made for (two levels of folders).
     func objectURL(for key: RequestKey) -> URL {
-        var text = location.absoluteString
+        URL(string: ResultStorage.objectName(prefix: location.absoluteString, key: key)) ?? location
+    }
+
+    /// The object's URL as text, under `prefix`.
+    static func objectName(prefix: String, key: RequestKey) -> String {
+        var text = prefix
         while text.hasSuffix("/") { text.removeLast() }
         let features = key.features
         let identity = [
@@ -29,8 +34,7 @@ struct ResultStorage: Sendable {
             features.dpr.map { "\($0)" } ?? "", features.width.map { "\($0)" } ?? "",
         ].joined(separator: "\n")
         let digest = Array(SHA256.hash(data: Array(identity.utf8))).map { String(format: "%02x", $0) }.joined()
-        let name = "\(digest.prefix(2))/\(digest.dropFirst(2).prefix(2))/\(digest)"
-        return URL(string: text + "/" + name) ?? location
+        return text + "/\(digest.prefix(2))/\(digest.dropFirst(2).prefix(2))/\(digest)"
     }
 
     /// The stored result for `key`, when there is one still usable at `now`.
@@ -83,6 +87,8 @@ enum StoredResult {
         var caching: ClientCaching
         var contentDisposition: String?
         var extra: [[String]]
+        /// The image's bytes after the header: an object cut short is no result.
+        var bodyLength: Int
     }
 
     static func encode(_ result: ProcessedResult) -> [UInt8] {
@@ -91,7 +97,8 @@ enum StoredResult {
             status: meta.status, contentType: meta.contentType, sourceTag: meta.sourceTag,
             sourceLastModified: meta.sourceLastModified, entityTag: meta.entityTag, lastModified: meta.lastModified,
             vary: meta.vary, keepUntil: meta.keepUntil.timeIntervalSince1970, caching: meta.caching,
-            contentDisposition: meta.contentDisposition, extra: meta.extra.map { [$0.name.rawName, $0.value] })
+            contentDisposition: meta.contentDisposition, extra: meta.extra.map { [$0.name.rawName, $0.value] },
+            bodyLength: result.body.readableBytes)
         let json = Array((try? JSONEncoder().encode(header)) ?? Data())
         let length = UInt32(json.count)
         return magic + [UInt8(length >> 24), UInt8(length >> 16 & 255), UInt8(length >> 8 & 255), UInt8(length & 255)]
@@ -104,7 +111,8 @@ enum StoredResult {
         let length = Int(bytes[4]) << 24 | Int(bytes[5]) << 16 | Int(bytes[6]) << 8 | Int(bytes[7])
         guard length <= maxHeaderBytes, length <= bytes.count - 8 else { return nil }
         guard let header = try? JSONDecoder().decode(Header.self, from: Data(bytes[8..<(8 + length)])),
-            (200..<600).contains(header.status), header.keepUntil.isFinite
+            (200..<600).contains(header.status), header.keepUntil.isFinite,
+            header.bodyLength == bytes.count - 8 - length
         else { return nil }
         var extra = HTTPFields()
         for pair in header.extra {

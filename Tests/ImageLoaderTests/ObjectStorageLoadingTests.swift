@@ -90,6 +90,19 @@ struct ObjectStorageLoadingTests {
             let reference = try ImageDecoder().decode(.bytes(TestImages.png))
             #expect(image.width == reference.width && image.height == reference.height)
             #expect(image.pixels == reference.pixels)
+            // No credential reached the cache's files.
+            try await loader.shutdown()
+            let secrets = [server.settings["secretAccessKey"], server.settings["accountKey"]].compactMap { $0 }
+            let files = FileManager.default.subpaths(atPath: harness.directory) ?? []
+            #expect(files.count >= 2)
+            for name in files {
+                let text = String(
+                    decoding: (try? Data(contentsOf: URL(fileURLWithPath: harness.directory + "/" + name))) ?? Data(),
+                    as: UTF8.self)
+                for secret in secrets + ["AWS4-HMAC-SHA256", "SharedKey ", "Bearer "] {
+                    #expect(!text.contains(secret), "\(name)")
+                }
+            }
         }
     }
 
