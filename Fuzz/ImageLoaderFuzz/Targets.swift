@@ -165,15 +165,19 @@ func fuzzProcessingURL(_ bytes: [UInt8]) {
             limits: EffectiveLimits(
                 maxSourceBytes: 1 << 20, maxSourcePixels: 1 << 20, maxResultSide: 64, maxAnimationFrames: 1,
                 maxAnimationFramePixels: 1 << 20),
-            decodingLimits: fuzzLimits, exif: nil, format: { _ in .png }, output: { _, _, _ in .png(PNGEncoder()) },
+            decodingLimits: fuzzLimits, exif: nil, format: { _, _ in .png }, output: { _, _, _, _ in .png(PNGEncoder()) },
             shrinkOnLoad: .fastest, watermark: fuzzWatermark)
         _ = try? planner.encoded(fuzzSmallPNG, decoder: ImageDecoder())
         _ = try? policy.check(url.source)
-        _ = url.options.canonical
         _ = ResponseRules.contentDisposition(
             filename: url.options.filename, source: path, format: url.format, attachment: url.options.returnAttachment)
+        var features = ClientFeatures()
+        features.prefers = [.webp, .avif]
         for hasAlpha in [false, true] {
-            _ = ResponseRules.format(requested: url.format, accept: header, hasAlpha: hasAlpha)
+            _ = ResponseRules.outputFormat(
+                requested: url.format, features: features, source: .gif, animated: hasAlpha,
+                expectsTransparency: hasAlpha, preferred: [.jpeg, .png, .gif])
+            _ = ResponseRules.accepts("image/webp", in: header)
         }
     }
     _ = ResponseRules.matches(ifNoneMatch: header, tag: "\"abc\"")
