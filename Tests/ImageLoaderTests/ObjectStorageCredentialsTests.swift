@@ -182,6 +182,31 @@ struct ObjectStorageCredentialsTests {
         await origin.stop()
     }
 
+    @Test("GCS without a key: the machine's service account from the metadata server, with Metadata-Flavor")
+    func gcsMetadataServer() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        origin.serve(
+            "/computeMetadata/v1/instance/service-accounts/default/token",
+            .init(body: Array(#"{"access_token":"ya29.machine","expires_in":3599,"token_type":"Bearer"}"#.utf8)))
+        let provider = GoogleTokenProvider(metadataHost: "127.0.0.1:\(origin.port)", http: Self.metadataLoader)
+        #expect(try await provider.token() == "ya29.machine")
+        #expect(try await provider.token() == "ya29.machine")
+        let asked = origin.requests("/computeMetadata/v1/instance/service-accounts/default/token")
+        #expect(asked.count == 1)
+        #expect(asked.first?.header("Metadata-Flavor") == "Google")
+        // No server there: a typed error saying what to give instead.
+        let nowhere = GoogleTokenProvider(metadataHost: "127.0.0.1:9", http: Self.metadataLoader)
+        await #expect {
+            try await nowhere.token()
+        } throws: { error in
+            guard let error = error as? ImageLoadingError, case .credentials(let why) = error.reason else {
+                return false
+            }
+            return why.contains("service account's key")
+        }
+    }
+
     @Test("A key that is not a service account's: a typed error at start, no key text in it")
     func badKey() {
         #expect {

@@ -17,6 +17,17 @@ struct SourcePolicyTests {
         #expect(throws: SourcePolicy.Forbidden.self) { try policy.check(.remote(URL(string: "http://other/a.jpg")!)) }
     }
 
+    @Test("bucket and prefix patterns restrict object storage sources as they do URLs")
+    func buckets() throws {
+        let policy = SourcePolicy(allowedPrefixes: ["s3://photos/public/", "gs://*-thumbs/", "abs://media/"])
+        for allowed in ["s3://photos/public/a.jpg", "gs://eu-thumbs/x/y.png", "abs://media/c/d.webp"] {
+            #expect(throws: Never.self) { try policy.check(.remote(URL(string: allowed)!)) }
+        }
+        for refused in ["s3://photos/private/a.jpg", "s3://photos-public/a.jpg", "gs://thumbs/x.png", "abs://other/a"] {
+            #expect(throws: SourcePolicy.Forbidden.self) { try policy.check(.remote(URL(string: refused)!)) }
+        }
+    }
+
     @Test("local paths stay inside the root: no .., no link out, none at all without a root")
     func localRoot() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("sp-\(UUID().uuidString)")

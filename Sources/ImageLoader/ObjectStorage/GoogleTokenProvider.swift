@@ -2,10 +2,11 @@ import Crypto
 import Foundation
 import _CryptoExtras
 
-/// A service account's access tokens for Google Cloud Storage, by the OAuth 2.0 JWT
-/// bearer flow Google documents for server-to-server use: a JWT signed with the
-/// account's RSA key (RS256) is exchanged at the key's `token_uri` for an access token,
-/// kept until five minutes before it expires. Callers that ask during a fetch share it.
+/// Access tokens for Google Cloud Storage: a service account's, by the OAuth 2.0 JWT
+/// bearer flow Google documents for server-to-server use (a JWT signed with the
+/// account's RSA key, RS256, exchanged at the key's `token_uri`), or the attached
+/// service account's from the metadata server of a Google Cloud machine. Each is kept
+/// until five minutes before it expires; callers that ask during a fetch share it.
 actor GoogleTokenProvider {
     /// The fields of a service account's JSON key that the flow uses.
     struct Key: Decodable, Sendable {
@@ -20,8 +21,11 @@ actor GoogleTokenProvider {
     static let scope = "https://www.googleapis.com/auth/devstorage.read_write"
     static let defaultTokenURI = "https://oauth2.googleapis.com/token"
 
-    private let key: Key
-    private let signingKey: _RSA.Signing.PrivateKey
+    /// The service account's key; `nil` for the metadata server.
+    private let key: Key?
+    private let signingKey: _RSA.Signing.PrivateKey?
+    /// The metadata server's token URL, when there is no key.
+    private let metadataURL: URL?
     private let http: any DataLoading
     private var cached: (token: String, expires: Date)?
     private var refreshing: Task<(token: String, expires: Date), any Error>?
@@ -40,9 +44,20 @@ actor GoogleTokenProvider {
         self.key = key
         self.signingKey = signingKey
         self.http = http
+        metadataURL = nil
     }
 
-    var tokenURI: String { key.token_uri ?? GoogleTokenProvider.defaultTokenURI }
+    /// Tokens of the machine's attached service account, from the metadata server
+    /// (`GCE_METADATA_HOST`, else `metadata.google.internal`), as Google's libraries get them.
+    init(metadataHost: String, http: any DataLoading) {
+        key = nil
+        signingKey = nil
+        self.http = http
+        metadataURL = URL(
+            string: "http://\(metadataHost)/computeMetadata/v1/instance/service-accounts/default/token")
+    }
+
+    var tokenURI: String { key?.token_uri ?? GoogleTokenProvider.defaultTokenURI }
 
     /// A current access token.
     func token() async throws -> String {
@@ -59,6 +74,9 @@ actor GoogleTokenProvider {
     /// The signed assertion for `now`, as Google's client libraries write it: header
     /// `{"typ":"JWT","alg":"RS256","kid":...}`, claims iat, exp (an hour on), iss, aud, scope.
     func assertion(at now: Date) throws -> String {
+        guard let key, let signingKey else {
+            throw ImageLoadingError(.credentials("no key to sign with"), url: "gs://")
+        }
         let issued = Int(now.timeIntervalSince1970.rounded(.down))
         var header = #"{"typ":"JWT","alg":"RS256""#
         if let id = key.private_key_id { header += #","kid":"# + GoogleTokenProvider.jsonString(id) }
@@ -79,6 +97,7 @@ actor GoogleTokenProvider {
     }
 
     private func exchange() async throws -> (token: String, expires: Date) {
+        if let metadataURL { return try await fromMetadataServer(metadataURL) }
         guard let url = URL(string: tokenURI) else {
             throw ImageLoadingError(.credentials("the GCS key's token_uri is not a URL"), url: "gs://")
         }
@@ -99,6 +118,30 @@ actor GoogleTokenProvider {
             throw ImageLoadingError(
                 .credentials("the token endpoint \(url.host ?? "") answered \(response.status) without a token"),
                 url: "gs://")
+        }
+        let lifetime = TimeInterval(min(max(answer.expires_in ?? 3600, 0), 86_400))
+        return (token, Date().addingTimeInterval(lifetime))
+    }
+
+    private func fromMetadataServer(_ url: URL) async throws -> (token: String, expires: Date) {
+        let response: DataResponse
+        do {
+            response = try await http.load(DataRequest(url: url, headers: [HeaderField("Metadata-Flavor", "Google")])) {
+                _, _ in
+            }
+        } catch {
+            throw ImageLoadingError(
+                .credentials(
+                    "no GCS key given and no metadata server answered (not on Google Cloud): give a service account's key"
+                ),
+                url: "gs://")
+        }
+        guard response.status == 200,
+            let answer = try? JSONDecoder().decode(TokenAnswer.self, from: Data(response.body)),
+            let token = answer.access_token, !token.isEmpty
+        else {
+            throw ImageLoadingError(
+                .credentials("the metadata server answered \(response.status) without a token"), url: "gs://")
         }
         let lifetime = TimeInterval(min(max(answer.expires_in ?? 3600, 0), 86_400))
         return (token, Date().addingTimeInterval(lifetime))

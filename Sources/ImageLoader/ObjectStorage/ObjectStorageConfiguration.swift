@@ -127,8 +127,13 @@ public struct GCSConfiguration: Sendable {
     /// A service account's JSON key (its contents, as imgproxy's `IMGPROXY_GCS_KEY`):
     /// requests carry an access token for it, got by a signed JWT and fetched again
     /// before it expires. `nil`: with an ``endpoint``, requests go unauthenticated (an
-    /// emulator, public buckets); without one, the key file `GOOGLE_APPLICATION_CREDENTIALS` names.
+    /// emulator, public buckets); without one, the key file `GOOGLE_APPLICATION_CREDENTIALS`
+    /// names, else the machine's service account from the metadata server (on Google
+    /// Cloud; `GCE_METADATA_HOST` moves it), as Google's libraries find credentials.
     public var serviceAccountKey: String?
+    /// The variables read for `GOOGLE_APPLICATION_CREDENTIALS` and `GCE_METADATA_HOST`;
+    /// `nil`: the process's.
+    public var environment: [String: String]?
 
     /// GCS at `endpoint` (`nil`: Google's) with the service account `serviceAccountKey`.
     public init(serviceAccountKey: String? = nil, endpoint: URL? = nil) {

@@ -100,7 +100,7 @@ final class ObjectStorageDataLoader: DataLoading {
             stores["s3"] = S3Store(
                 s3, credentials: AWSCredentialProvider(source: s3.credentials, metadata: metadata, logger: logger))
         }
-        if let gcs = configuration.gcs { stores["gs"] = try GCSStore(gcs, http: http) }
+        if let gcs = configuration.gcs { stores["gs"] = try GCSStore(gcs, http: http, metadata: metadata) }
         if let azure = configuration.azureBlob { stores["abs"] = try AzureBlobStore(azure) }
         self.stores = stores
     }
@@ -311,22 +311,28 @@ struct GCSStore: ObjectStore {
     let tokens: GoogleTokenProvider?
     let http: any DataLoading
 
-    init(_ configuration: GCSConfiguration, http: any DataLoading) throws(ImageLoadingError) {
+    init(_ configuration: GCSConfiguration, http: any DataLoading, metadata: any DataLoading) throws(ImageLoadingError)
+    {
         var text = configuration.endpoint?.absoluteString ?? "https://storage.googleapis.com"
         while text.hasSuffix("/") { text.removeLast() }
         // imgproxy's form names the API's path (`.../storage/v1/`): the paths below add it.
         if text.hasSuffix("/storage/v1") { text.removeLast("/storage/v1".count) }
         endpoint = text
         self.http = http
+        let environment = configuration.environment ?? ProcessInfo.processInfo.environment
         if let key = configuration.serviceAccountKey, !key.isEmpty {
             tokens = try GoogleTokenProvider(json: key, http: http)
-        } else if configuration.endpoint == nil,
-            let path = ProcessInfo.processInfo.environment["GOOGLE_APPLICATION_CREDENTIALS"],
-            let key = try? String(contentsOfFile: path, encoding: .utf8)
-        {
+        } else if configuration.endpoint != nil {
+            tokens = nil  // an emulator, or public buckets through a proxy
+        } else if let path = environment["GOOGLE_APPLICATION_CREDENTIALS"], !path.isEmpty {
+            guard let key = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw ImageLoadingError(
+                    .credentials("GOOGLE_APPLICATION_CREDENTIALS names a file that cannot be read"), url: "gs://")
+            }
             tokens = try GoogleTokenProvider(json: key, http: http)
         } else {
-            tokens = nil
+            let host = environment["GCE_METADATA_HOST"].flatMap { $0.isEmpty ? nil : $0 } ?? "metadata.google.internal"
+            tokens = GoogleTokenProvider(metadataHost: host, http: metadata)
         }
     }
 
