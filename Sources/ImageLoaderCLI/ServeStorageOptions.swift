@@ -54,6 +54,20 @@ struct ServeStorageOptions: ParsableArguments {
 
     @Option(
         help: """
+            SCHEME:BUCKET (s3, gs, abs): serve only the listed buckets of that store (repeatable; \
+            IMGPROXY_S3_ALLOWED_BUCKETS, IMGPROXY_GCS_ALLOWED_BUCKETS, IMGPROXY_ABS_ALLOWED_BUCKETS).
+            """)
+    var allowedBucket: [String] = []
+
+    @Option(
+        help: """
+            SCHEME:BUCKET (s3, gs, abs): never serve that bucket (repeatable; IMGPROXY_S3_DENIED_BUCKETS, \
+            IMGPROXY_GCS_DENIED_BUCKETS, IMGPROXY_ABS_DENIED_BUCKETS).
+            """)
+    var deniedBucket: [String] = []
+
+    @Option(
+        help: """
             A bucket and prefix that processed results are kept in and looked up from, shared by every \
             instance naming it: s3://BUCKET/PREFIX, gs://..., abs://... (IMAGELOADER_RESULT_STORAGE).
             """)
@@ -102,6 +116,27 @@ struct ServeStorageOptions: ParsableArguments {
             storage.azureBlob = azure
         }
         configuration.loader.objectStorage = storage
+        for (option, given, variable, target) in [
+            ("--allowed-bucket", allowedBucket, "ALLOWED_BUCKETS", \SourcePolicy.allowedBuckets),
+            ("--denied-bucket", deniedBucket, "DENIED_BUCKETS", \SourcePolicy.deniedBuckets),
+        ] {
+            var buckets: [String: Set<String>] = [:]
+            if given.isEmpty {
+                for (scheme, store) in [("s3", "S3"), ("gs", "GCS"), ("abs", "ABS")] {
+                    let names = environment.list("IMGPROXY_\(store)_\(variable)")
+                    if !names.isEmpty { buckets[scheme] = Set(names) }
+                }
+            } else {
+                for entry in given {
+                    let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)
+                    guard parts.count == 2, ["s3", "gs", "abs"].contains(parts[0]), !parts[1].isEmpty else {
+                        throw ValidationError("\(option) \(entry) is not SCHEME:BUCKET (s3:photos, gs:..., abs:...)")
+                    }
+                    buckets[parts[0], default: []].insert(parts[1])
+                }
+            }
+            configuration.sources[keyPath: target] = buckets
+        }
         if let text = resultStorage ?? environment.text("IMAGELOADER_RESULT_STORAGE") {
             guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
                 ["s3", "gs", "abs"].contains(scheme),

@@ -14,6 +14,11 @@ public struct SourcePolicy: Sendable, Hashable {
     public var allowedPrefixes: [String]
     /// The folder `local:///` paths are inside; `nil`: local sources are refused.
     public var localRoot: String?
+    /// Per object storage scheme (`s3`, `gs`, `abs`), the only buckets served; a scheme
+    /// not listed serves any (imgproxy's `IMGPROXY_S3_ALLOWED_BUCKETS`, ...).
+    public var allowedBuckets: [String: Set<String>] = [:]
+    /// Per scheme, buckets never served (imgproxy's `IMGPROXY_S3_DENIED_BUCKETS`, ...).
+    public var deniedBuckets: [String: Set<String>] = [:]
 
     /// Sources starting with one of `allowedPrefixes` (any, when empty); `local:///` under `localRoot`.
     public init(allowedPrefixes: [String] = [], localRoot: String? = nil) {
@@ -40,6 +45,14 @@ public struct SourcePolicy: Sendable, Hashable {
         case .remote(let url):
             let text = url.absoluteString
             guard allows(text) else { throw Forbidden(description: "source not allowed") }
+            if let scheme = url.scheme?.lowercased(), let bucket = url.host(percentEncoded: false) {
+                if let allowed = allowedBuckets[scheme], !allowed.contains(bucket) {
+                    throw Forbidden(description: "bucket not allowed")
+                }
+                if deniedBuckets[scheme]?.contains(bucket) == true {
+                    throw Forbidden(description: "bucket not allowed")
+                }
+            }
             return .remote(url)
         case .local(let path):
             guard let localRoot else { throw Forbidden(description: "local sources are not served") }

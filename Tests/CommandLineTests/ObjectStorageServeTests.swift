@@ -189,6 +189,18 @@ struct ObjectStorageServeTests {
         let answer = try await served.get("/insecure/rs:fit:8:8/plain/s3://photos/a.png")
         #expect(answer.status == 404)
         #expect(answer.text.contains("--use-s3"))
+        // imgproxy's bucket lists, and a bad entry stops the start as a usage error.
+        let listed = try await ServedProcess.start(
+            ["--allow-unsigned", "--disk-cache-mb", "0"],
+            environment: [
+                "IMGPROXY_USE_S3": "true", "IMGPROXY_S3_ENDPOINT": "http://127.0.0.1:9", "AWS_ACCESS_KEY_ID": "a",
+                "AWS_SECRET_ACCESS_KEY": "b", "IMGPROXY_S3_ALLOWED_BUCKETS": "photos, avatars",
+            ])
+        defer { listed.kill() }
+        let refused = try await listed.get("/insecure/rs:fit:8:8/plain/s3://secrets/a.png")
+        #expect(refused.status == 404 && refused.text.contains("not allowed"))
+        let usage = try await Command.run(["serve", "--denied-bucket", "photos"])
+        #expect(usage.status == 64)
     }
 
     @Test(

@@ -28,6 +28,19 @@ struct SourcePolicyTests {
         }
     }
 
+    @Test("imgproxy's allowed and denied buckets, per store")
+    func allowedAndDeniedBuckets() throws {
+        var policy = SourcePolicy()
+        policy.allowedBuckets = ["s3": ["photos", "avatars"]]
+        policy.deniedBuckets = ["gs": ["secrets"], "s3": ["avatars"]]
+        for allowed in ["s3://photos/a.jpg", "gs://public/a.png", "abs://any/a.png", "https://example.com/a.png"] {
+            #expect(throws: Never.self) { try policy.check(.remote(URL(string: allowed)!)) }
+        }
+        for refused in ["s3://other/a.jpg", "s3://avatars/a.jpg", "gs://secrets/a.png"] {
+            #expect(throws: SourcePolicy.Forbidden.self) { try policy.check(.remote(URL(string: refused)!)) }
+        }
+    }
+
     @Test("local paths stay inside the root: no .., no link out, none at all without a root")
     func localRoot() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("sp-\(UUID().uuidString)")
