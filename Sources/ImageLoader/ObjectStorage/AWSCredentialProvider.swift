@@ -1,16 +1,19 @@
 import Foundation
+import ImageLoaderSupport
 import Logging
 
 /// An S3 store's credentials, resolved by ``AWSCredentialSource`` and kept until five
 /// minutes before they expire; callers that ask while they are being fetched share
-/// the one fetch.
+/// the one fetch. Every request asks, so the kept credentials are read under a lock,
+/// without a hop to another executor; only a fetch goes through the actor.
 actor AWSCredentialProvider {
-    private let source: AWSCredentialSource
+    private nonisolated let source: AWSCredentialSource
     private let environment: [String: String]
     /// For the container and instance metadata endpoints (short timeouts).
     private let metadata: any DataLoading
     private let logger: Logger
-    private var cached: AWSCredentials?
+    /// The credentials fetched last (read without the actor by ``credentials()``).
+    private nonisolated let cached = Lock<AWSCredentials?>(nil)
     private var refreshing: Task<AWSCredentials, any Error>?
 
     /// How long before expiry temporary credentials are replaced.
@@ -27,19 +30,25 @@ actor AWSCredentialProvider {
     }
 
     /// The credentials to sign with; `nil` for anonymous requests.
-    func credentials() async throws -> AWSCredentials? {
+    nonisolated func credentials() async throws -> AWSCredentials? {
         switch source {
         case .anonymous: return nil
         case .fixed(let credentials): return credentials
         case .standard, .standardWith: break
         }
-        if let cached, !AWSCredentialProvider.expiresSoon(cached, now: Date()) { return cached }
+        if let kept = cached.withLock({ $0 }), !AWSCredentialProvider.expiresSoon(kept, now: Date()) { return kept }
+        return try await fetched()
+    }
+
+    /// Fetches the credentials, or joins the fetch under way.
+    private func fetched() async throws -> AWSCredentials {
+        if let kept = cached.withLock({ $0 }), !AWSCredentialProvider.expiresSoon(kept, now: Date()) { return kept }
         if let refreshing { return try await refreshing.value }
         let task = Task { try await self.resolve() }
         refreshing = task
         defer { refreshing = nil }
         let credentials = try await task.value
-        cached = credentials
+        cached.withLock { $0 = credentials }
         return credentials
     }
 

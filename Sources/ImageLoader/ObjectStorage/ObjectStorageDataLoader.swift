@@ -118,8 +118,10 @@ final class ObjectStorageDataLoader: DataLoading {
             return DataResponse(
                 url: request.url, status: 404, headers: [], body: [], requestTime: started, responseTime: Date())
         }
+        // The caller's credentials never go to a store.
         let headers = request.headers.filter { field in
-            !["authorization", "proxy-authorization", "cookie", "host"].contains(field.name.lowercased())
+            !(field.hasName("Authorization") || field.hasName("Proxy-Authorization") || field.hasName("Cookie")
+                || field.hasName("Host"))
         }
         if let answer = try await store.notModified(object, headers: headers, http: http) {
             var answer = answer
@@ -207,6 +209,9 @@ struct S3Store: ObjectStore {
     let endpoint: URL?
     let usesPathStyle: Bool
     let credentials: AWSCredentialProvider
+    /// The endpoint as text without a trailing `/`, and its scheme (worked out once).
+    private let endpointText: String
+    private let endpointScheme: String
 
     init(_ configuration: S3Configuration, credentials: AWSCredentialProvider) {
         var region = configuration.region
@@ -219,18 +224,19 @@ struct S3Store: ObjectStore {
         endpoint = configuration.endpoint
         usesPathStyle = configuration.usesPathStyle
         self.credentials = credentials
+        var text = configuration.endpoint?.absoluteString ?? ""
+        while text.hasSuffix("/") { text.removeLast() }
+        endpointText = text
+        endpointScheme = configuration.endpoint?.scheme ?? "https"
     }
 
     /// Scheme and authority, and the path prefix, for `bucket`.
     private func base(_ bucket: String) -> (origin: String, path: String) {
         let encodedBucket = SignatureV4.encode(bucket, keepsSlash: false)
-        if let endpoint {
-            var text = endpoint.absoluteString
-            while text.hasSuffix("/") { text.removeLast() }
-            if usesPathStyle { return (text, "/" + encodedBucket) }
-            let scheme = endpoint.scheme ?? "https"
-            let authority = text.dropFirst(scheme.count + 3)
-            return ("\(scheme)://\(bucket).\(authority)", "")
+        if endpoint != nil {
+            if usesPathStyle { return (endpointText, "/" + encodedBucket) }
+            let authority = endpointText.dropFirst(endpointScheme.count + 3)
+            return ("\(endpointScheme)://\(bucket).\(authority)", "")
         }
         let host = "s3.\(region).amazonaws.com"
         // Names with dots break the certificate's wildcard: path style for those.

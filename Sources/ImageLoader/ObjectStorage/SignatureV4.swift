@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ImageLoaderSupport
 
 /// AWS Signature Version 4 (the `AWS4-HMAC-SHA256` scheme), as AWS's "Signature Version 4
 /// signing process" describes it: a canonical request, a string to sign over its hash,
@@ -60,10 +61,7 @@ struct SignatureV4: Sendable {
         let stringToSign = [
             "AWS4-HMAC-SHA256", stamp, scope, SignatureV4.hex(Array(SHA256.hash(data: Array(canonicalRequest.utf8)))),
         ].joined(separator: "\n")
-        var key = SymmetricKey(data: Array("AWS4\(credentials.secretAccessKey)".utf8))
-        for part in [day, region, service, "aws4_request"] {
-            key = SymmetricKey(data: Array(HMAC<SHA256>.authenticationCode(for: Array(part.utf8), using: key)))
-        }
+        let key = signingKey(day: day)
         let signature = SignatureV4.hex(
             Array(HMAC<SHA256>.authenticationCode(for: Array(stringToSign.utf8), using: key)))
         let authorization =
@@ -71,6 +69,25 @@ struct SignatureV4: Sendable {
             + "Signature=\(signature)"
         return Signed(canonicalRequest: canonicalRequest, stringToSign: stringToSign, authorization: authorization)
     }
+
+    /// The key for `day`: four HMACs from the secret, the same all day, so kept (one
+    /// per process and secret; a new day or secret replaces it).
+    func signingKey(day: String) -> SymmetricKey {
+        let identity = "\(day)/\(region)/\(service)/" + credentials.accessKeyID
+        if let kept = SignatureV4.keptKey.withLock({ $0 }), kept.identity == identity,
+            kept.secret == credentials.secretAccessKey
+        {
+            return kept.key
+        }
+        var key = SymmetricKey(data: Array("AWS4\(credentials.secretAccessKey)".utf8))
+        for part in [day, region, service, "aws4_request"] {
+            key = SymmetricKey(data: Array(HMAC<SHA256>.authenticationCode(for: Array(part.utf8), using: key)))
+        }
+        SignatureV4.keptKey.withLock { $0 = (identity, credentials.secretAccessKey, key) }
+        return key
+    }
+
+    private static let keptKey = Lock<(identity: String, secret: String, key: SymmetricKey)?>(nil)
 
     /// `X-Amz-Date`'s form (`20150830T123600Z`) and the scope's day (`20150830`), in UTC.
     static func timestamps(_ date: Date) -> (stamp: String, day: String) {
