@@ -28,6 +28,16 @@ import time
 import urllib.request
 
 DOWN = threading.Event()
+# While HOLD is set, reads wait (each logged `HELD METHOD PATH`) until RELEASED is set.
+HOLD = threading.Event()
+RELEASED = threading.Event()
+
+
+def held(method, path):
+    """Blocks a read while the tests hold the store (to have many requests meet one read)."""
+    if method == "GET" and HOLD.is_set():
+        print(f"HELD {method} {path}", flush=True)
+        RELEASED.wait()
 
 
 def log(method, path, status):
@@ -55,7 +65,14 @@ class Control(http.server.BaseHTTPRequestHandler):
         pass
 
     def do_POST(self):
-        (DOWN.set if self.path == "/down" else DOWN.clear)()
+        if self.path == "/hold":
+            RELEASED.clear()
+            HOLD.set()
+        elif self.path == "/release":
+            HOLD.clear()
+            RELEASED.set()
+        else:
+            (DOWN.set if self.path == "/down" else DOWN.clear)()
         self.send_response(204)
         self.end_headers()
 
@@ -86,6 +103,7 @@ def run_s3():
     app = DomainDispatcherApplication(create_backend_app)
 
     def wsgi(environ, start_response):
+        held(environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
         if DOWN.is_set():
             start_response("503 Service Unavailable", [("Content-Type", "application/xml")])
             return [b"<Error><Code>ServiceUnavailable</Code><Message>down for the test</Message></Error>"]
@@ -128,33 +146,60 @@ def run_gcs():
                           "fake-gcs-server-linux-amd64")
     os.chmod(binary, 0o755)
     port = free_port()
-    endpoint = f"http://127.0.0.1:{port}"
+    backend = f"http://127.0.0.1:{port}"
     process = subprocess.Popen(
         [binary, "-scheme", "http", "-host", "127.0.0.1", "-port", str(port), "-backend", "memory",
-         "-public-host", f"127.0.0.1:{port}", "-external-url", endpoint, "-log-level", "info"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+         "-public-host", f"127.0.0.1:{port}", "-external-url", backend, "-log-level", "warn"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     # The emulator ends with this script, however it is ended.
+    import http.client
     import signal
     signal.signal(signal.SIGTERM, lambda *_: (process.kill(), os._exit(0)))
 
-    def relay():
-        for line in process.stdout:
-            # level=INFO msg="127.0.0.1 - - [date] \"GET /path HTTP/1.1\" 200 6\n"
-            if '\\"' in line:
-                request = line.split('\\"')[1].split(" ")
-                status = line.split('\\"')[2].split()[0]
-                if len(request) >= 2:
-                    log(request[0], request[1], status)
-    threading.Thread(target=relay, daemon=True).start()
+    class Proxy(http.server.BaseHTTPRequestHandler):
+        """The emulator behind a proxy that logs, holds and fails requests as the other stores do."""
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def forward(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
+            held(self.command, self.path)
+            if DOWN.is_set():
+                message = b'{"error":{"code":503,"message":"down for the test"}}'
+                log(self.command, self.path, 503)
+                self.send_response(503)
+                self.send_header("Content-Length", str(len(message)))
+                self.end_headers()
+                self.wfile.write(message)
+                return
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+            connection.request(self.command, self.path, body=body or None, headers=headers)
+            answer = connection.getresponse()
+            data = answer.read()
+            log(self.command, self.path, answer.status)
+            self.send_response(answer.status)
+            for name, value in answer.getheaders():
+                if name.lower() not in ("content-length", "connection", "transfer-encoding", "date", "server"):
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+            connection.close()
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = forward
+
     for _ in range(200):
         try:
-            urllib.request.urlopen(endpoint + "/storage/v1/b", timeout=1).read()
+            urllib.request.urlopen(backend + "/storage/v1/b", timeout=1).read()
             break
         except Exception:
             time.sleep(0.05)
+    endpoint = f"http://127.0.0.1:{serve(Proxy).server_port}"
     buckets = set()
-    # Down: the emulator is gone (connections refused); it cannot come back with its objects.
-    threading.Thread(target=lambda: (DOWN.wait(), process.kill()), daemon=True).start()
 
     def put(bucket, key, body, content_type, cache_control):
         if bucket not in buckets:
@@ -200,6 +245,8 @@ def run_azure():
             pass
 
         def answer(self, status, headers=(), body=b""):
+            # Logged before the answer leaves: a client that has it finds the line.
+            log(self.command, self.path, status)
             self.send_response(status)
             for name, value in headers:
                 self.send_header(name, value)
@@ -207,7 +254,6 @@ def run_azure():
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(body)
-            log(self.command, self.path, status)
 
         def error(self, status, code, message):
             body = (f'<?xml version="1.0" encoding="utf-8"?><Error><Code>{code}</Code>'
@@ -234,6 +280,7 @@ def run_azure():
             return True
 
         def do_GET(self):
+            held("GET", self.path)
             if not self.authorized(b""):
                 return
             with lock:
@@ -294,6 +341,12 @@ if __name__ == "__main__":
 
     class VersionedControl(Control):
         def do_GET(self):
+            if self.path.startswith("/sync/"):
+                # Every line before this one is in the pipe: the tests read up to it.
+                print("SYNC " + self.path[len("/sync/"):], flush=True)
+                self.send_response(204)
+                self.end_headers()
+                return
             _, _, bucket, key = self.path.split("/", 3)
             version = versions.get((bucket, urllib.request.unquote(key)))
             body = (version or "").encode()

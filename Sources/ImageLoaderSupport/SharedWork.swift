@@ -145,14 +145,17 @@ package final class SharedWork<
 
     /// The value for `key`: joins the run under way, or starts `work`. `product` is
     /// what the waiter makes of it (`nil`: nothing, the value is wanted as it is).
+    /// `onJoin` is called (under the lock: keep it short) when the caller joins a run
+    /// under way rather than starting one.
     package func value(
         for key: Key, product: Tag?, priority: PriorityHandle, onEvent: (@Sendable (Event) -> Void)? = nil,
-        work: @escaping Work
+        onJoin: (@Sendable () -> Void)? = nil, work: @escaping Work
     ) async throws -> Outcome {
         let id = Identity.next()
         return try await state.suspend { state, continuation in
             let member = Member(priority: priority, product: product, onEvent: onEvent, end: .resume(continuation))
             let joining = join(id, key: key, member, keepsRunning: false, work: work, in: &state)
+            if joining == .joined { onJoin?() }
             return joining == .refused ? .failure(ShutDown()) : nil
         } onCancel: { state in
             guard case .resume(let continuation) = self.remove(id, key: key, in: &state)?.end else { return nil }

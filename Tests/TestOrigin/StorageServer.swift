@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -20,6 +21,7 @@ public final class StorageServer: Sendable {
     public let settings: [String: String]
     private let control: String
     private let process: ChildProcess
+    private let syncs = NIOLockedValueBox(0)
 
     /// The package's root folder.
     public static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -79,7 +81,22 @@ public final class StorageServer: Sendable {
 
     /// Makes the store answer 503 to everything (`true`), or serve again.
     public func setDown(_ down: Bool) async throws {
-        var request = URLRequest(url: URL(string: control + (down ? "/down" : "/up"))!)
+        try await post(down ? "/down" : "/up")
+    }
+
+    /// Makes reads wait (`true`) until released (`false`): many requests can then be
+    /// seen to meet one read. Each held read is logged.
+    public func setHolding(_ holding: Bool) async throws {
+        try await post(holding ? "/hold" : "/release")
+    }
+
+    /// How many reads are waiting, or have waited, on a hold.
+    public var heldReads: Int {
+        process.output.split(separator: "\n").filter { $0.hasPrefix("HELD ") }.count
+    }
+
+    private func post(_ path: String) async throws {
+        var request = URLRequest(url: URL(string: control + path)!)
         request.httpMethod = "POST"
         _ = try await send(request)
     }
@@ -96,14 +113,26 @@ public final class StorageServer: Sendable {
         }
     }
 
-    /// The requests the store has answered, as `METHOD PATH STATUS`, in order.
-    public var requests: [String] {
-        process.output.split(separator: "\n").filter { $0.hasPrefix("REQUEST ") }.map { String($0.dropFirst(8)) }
+    /// The requests the store has answered, as `METHOD PATH STATUS`, in order: every one
+    /// whose answer has reached a client (the store logs each before answering, and this
+    /// reads its log up to a mark it asks the store to write now).
+    public func requests() async throws -> [String] {
+        let mark = syncs.withLockedValue { value -> Int in
+            value += 1
+            return value
+        }
+        var request = URLRequest(url: URL(string: control + "/sync/\(mark)")!)
+        request.httpMethod = "GET"
+        _ = try await send(request)
+        guard await process.waitForOutput(matching: "SYNC \(mark)\n", seconds: 120) != nil else {
+            throw DidNotStart(description: "the \(kind) store's log did not reach mark \(mark)")
+        }
+        return process.output.split(separator: "\n").filter { $0.hasPrefix("REQUEST ") }.map { String($0.dropFirst(8)) }
     }
 
-    /// How many requests with `method` had a path containing `fragment`.
-    public func count(_ method: String, _ fragment: String) -> Int {
-        requests.filter { $0.hasPrefix(method + " ") && $0.contains(fragment) }.count
+    /// How many requests with `method` had a path containing `fragment` (as ``requests()``).
+    public func count(_ method: String, _ fragment: String) async throws -> Int {
+        try await requests().filter { $0.hasPrefix(method + " ") && $0.contains(fragment) }.count
     }
 
     public func stop() async {

@@ -140,22 +140,29 @@ actor AWSCredentialProvider {
 
     /// What the container and instance metadata endpoints answer.
     private struct Answer: Decodable {
-        var AccessKeyId: String?
-        var SecretAccessKey: String?
-        var Token: String?
-        var Expiration: String?
+        var accessKeyID: String?
+        var secretAccessKey: String?
+        var token: String?
+        var expiration: String?
+
+        enum CodingKeys: String, CodingKey {
+            case accessKeyID = "AccessKeyId"
+            case secretAccessKey = "SecretAccessKey"
+            case token = "Token"
+            case expiration = "Expiration"
+        }
     }
 
     private func credentials(from body: [UInt8], endpoint: String) throws -> AWSCredentials {
         guard let answer = try? JSONDecoder().decode(Answer.self, from: Data(body)),
-            let id = nonEmpty(answer.AccessKeyId),
-            let secret = nonEmpty(answer.SecretAccessKey)
+            let id = nonEmpty(answer.accessKeyID),
+            let secret = nonEmpty(answer.secretAccessKey)
         else {
             throw ImageLoadingError(.credentials("\(endpoint) answered without a key pair"), url: "s3://")
         }
         return AWSCredentials(
-            accessKeyID: id, secretAccessKey: secret, sessionToken: nonEmpty(answer.Token),
-            expiration: answer.Expiration.flatMap(HTTPDate.parseISO8601))
+            accessKeyID: id, secretAccessKey: secret, sessionToken: nonEmpty(answer.token),
+            expiration: answer.expiration.flatMap(HTTPDate.parseISO8601))
     }
 
     /// ECS and EKS Pod Identity: the endpoint the container's variables name.

@@ -11,10 +11,18 @@ actor GoogleTokenProvider {
     /// The fields of a service account's JSON key that the flow uses.
     struct Key: Decodable, Sendable {
         var type: String?
-        var client_email: String
-        var private_key: String
-        var private_key_id: String?
-        var token_uri: String?
+        var clientEmail: String
+        var privateKey: String
+        var privateKeyID: String?
+        var tokenURI: String?
+
+        enum CodingKeys: String, CodingKey {
+            case type
+            case clientEmail = "client_email"
+            case privateKey = "private_key"
+            case privateKeyID = "private_key_id"
+            case tokenURI = "token_uri"
+        }
     }
 
     /// Read and write, for sources and results alike.
@@ -38,7 +46,7 @@ actor GoogleTokenProvider {
                 .credentials("the GCS key is not a service account's JSON key (client_email, private_key)"),
                 url: "gs://")
         }
-        guard let signingKey = try? _RSA.Signing.PrivateKey(pemRepresentation: key.private_key) else {
+        guard let signingKey = try? _RSA.Signing.PrivateKey(pemRepresentation: key.privateKey) else {
             throw ImageLoadingError(.credentials("the GCS key's private_key is not an RSA key in PEM"), url: "gs://")
         }
         self.key = key
@@ -57,7 +65,7 @@ actor GoogleTokenProvider {
             string: "http://\(metadataHost)/computeMetadata/v1/instance/service-accounts/default/token")
     }
 
-    var tokenURI: String { key?.token_uri ?? GoogleTokenProvider.defaultTokenURI }
+    var tokenURI: String { key?.tokenURI ?? GoogleTokenProvider.defaultTokenURI }
 
     /// A current access token.
     func token() async throws -> String {
@@ -79,10 +87,10 @@ actor GoogleTokenProvider {
         }
         let issued = Int(now.timeIntervalSince1970.rounded(.down))
         var header = #"{"typ":"JWT","alg":"RS256""#
-        if let id = key.private_key_id { header += #","kid":"# + GoogleTokenProvider.jsonString(id) }
+        if let id = key.privateKeyID { header += #","kid":"# + GoogleTokenProvider.jsonString(id) }
         header += "}"
         let claims =
-            #"{"iat":\#(issued),"exp":\#(issued + 3600),"iss":"# + GoogleTokenProvider.jsonString(key.client_email)
+            #"{"iat":\#(issued),"exp":\#(issued + 3600),"iss":"# + GoogleTokenProvider.jsonString(key.clientEmail)
             + #","aud":"# + GoogleTokenProvider.jsonString(tokenURI) + #","scope":"#
             + GoogleTokenProvider.jsonString(GoogleTokenProvider.scope) + "}"
         let input =
@@ -92,8 +100,13 @@ actor GoogleTokenProvider {
     }
 
     private struct TokenAnswer: Decodable {
-        var access_token: String?
-        var expires_in: Int?
+        var accessToken: String?
+        var expiresIn: Int?
+
+        enum CodingKeys: String, CodingKey {
+            case accessToken = "access_token"
+            case expiresIn = "expires_in"
+        }
     }
 
     private func exchange() async throws -> (token: String, expires: Date) {
@@ -113,13 +126,13 @@ actor GoogleTokenProvider {
         let response = try await http.load(request) { _, _ in }
         guard response.status == 200,
             let answer = try? JSONDecoder().decode(TokenAnswer.self, from: Data(response.body)),
-            let token = answer.access_token, !token.isEmpty
+            let token = answer.accessToken, !token.isEmpty
         else {
             throw ImageLoadingError(
                 .credentials("the token endpoint \(url.host ?? "") answered \(response.status) without a token"),
                 url: "gs://")
         }
-        let lifetime = TimeInterval(min(max(answer.expires_in ?? 3600, 0), 86_400))
+        let lifetime = TimeInterval(min(max(answer.expiresIn ?? 3600, 0), 86_400))
         return (token, Date().addingTimeInterval(lifetime))
     }
 
@@ -138,12 +151,12 @@ actor GoogleTokenProvider {
         }
         guard response.status == 200,
             let answer = try? JSONDecoder().decode(TokenAnswer.self, from: Data(response.body)),
-            let token = answer.access_token, !token.isEmpty
+            let token = answer.accessToken, !token.isEmpty
         else {
             throw ImageLoadingError(
                 .credentials("the metadata server answered \(response.status) without a token"), url: "gs://")
         }
-        let lifetime = TimeInterval(min(max(answer.expires_in ?? 3600, 0), 86_400))
+        let lifetime = TimeInterval(min(max(answer.expiresIn ?? 3600, 0), 86_400))
         return (token, Date().addingTimeInterval(lifetime))
     }
 

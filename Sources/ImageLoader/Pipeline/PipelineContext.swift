@@ -132,7 +132,9 @@ struct PipelineContext: Sendable {
         return try await mappingErrors(request.url.absoluteString) {
             try await downloads.value(
                 for: DownloadKey(url: request.url, headers: request.headers), product: product, priority: priority,
-                onEvent: { progress($0.received, $0.expected) }
+                onEvent: { progress($0.received, $0.expected) },
+                // A request in flight joined: one saved, as when loads share one (`data(for:)` callers).
+                onJoin: { metrics.coalesced() }
             ) { run in
                 try await network.run(priority: run.priority) {
                     try Task.checkCancellation()
