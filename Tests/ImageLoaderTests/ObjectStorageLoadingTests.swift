@@ -147,6 +147,12 @@ struct ObjectStorageLoadingTests {
             await #expect(throws: ImageLoadingError(.httpStatus(404), url: "\(Self.scheme(kind))://photos/")) {
                 try await loader.data(for: URL(string: "\(Self.scheme(kind))://photos/")!)
             }
+            // A key that climbs out of its bucket is a 404 without asking the store, however written.
+            for path in ["photos/../secrets/a.png", "photos/a/%2E%2E/%2e%2e/secrets/a.png", "photos/./a.png"] {
+                await #expect(throws: ImageLoadingError(.httpStatus(404), url: "\(Self.scheme(kind))://\(path)")) {
+                    try await loader.data(for: URL(string: "\(Self.scheme(kind))://\(path)")!)
+                }
+            }
             #expect(try await server.requests().count == before)
             guard kind != .gcs else { return }  // the emulator checks no credentials
             let wrong = try harness.loader {
