@@ -228,17 +228,20 @@ struct ObjectStorageServeTests {
             try await serve(store, cache: cache + "-a", arguments: arguments) { first in
                 try await serve(store, cache: cache + "-b", arguments: arguments) { second in
                     let path = "/insecure/rs:fill:24:24/plain/\(Self.scheme(kind))://photos/a.png@webp"
-                    // Writes of the results bucket that succeeded, as the store logged them.
-                    let writes = { () async -> Int in
-                        ((try? await store.requests()) ?? []).filter {
-                            ($0.hasPrefix("PUT ") || $0.hasPrefix("POST ")) && $0.contains("results")
-                                && ($0.hasSuffix(" 200") || $0.hasSuffix(" 201"))
-                        }.count
-                    }
-                    let before = await writes()
                     let made = try await first.get(path)
                     #expect(made.status == 200)
-                    try await waitFor("the result written to the bucket") { await writes() > before }
+                    // The first instance counts its write when the store has answered it.
+                    try await waitFor("the result written to the bucket") {
+                        let written =
+                            (try? await first.metric(#"imageservice_result_storage_total{outcome="write"}"#)) ?? 0
+                        return written == 1
+                    }
+                    // and the store logged it: a PUT under the prefix (S3, Azure), a multipart upload (GCS).
+                    #expect(
+                        try await store.requests().contains {
+                            ($0.hasPrefix("PUT /results/thumbs/") || $0.contains("/b/results/o?uploadType=multipart"))
+                                && ($0.hasSuffix(" 200") || $0.hasSuffix(" 201"))
+                        })
                     let shared = try await second.get(path)
                     #expect(shared.status == 200)
                     #expect(shared.body == made.body)

@@ -102,7 +102,10 @@ public final class StorageServer: Sendable {
     }
 
     private func send(_ request: URLRequest) async throws -> Data {
-        try await withCheckedThrowingContinuation { continuation in
+        var request = request
+        // The control endpoint answers at once; a request that hangs is an error, not a wait.
+        request.timeoutInterval = 30
+        return try await withCheckedThrowingContinuation { continuation in
             URLSession.shared.dataTask(with: request) { data, _, error in
                 if let error {
                     continuation.resume(throwing: error)
