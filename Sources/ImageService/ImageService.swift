@@ -533,7 +533,8 @@ public final class ImageService: Service, Sendable {
         }
         if let storage, let requestKey, fallbackStatus == nil, result.meta.keepUntil > now {
             let metrics = self.metrics
-            storage.write(result, for: requestKey) { stored in metrics.resultStorage(stored ? "write" : "write_failure")
+            storage.write(result, for: requestKey) { stored in
+                metrics.resultStorage(stored ? "write" : "write_failure")
             }
         }
         return .processed(result)
