@@ -107,6 +107,6 @@ extension ImageLoader {
         let digest =
             bytes.withContiguousStorageIfAvailable { SHA256.hash(data: UnsafeRawBufferPointer($0)) }
             ?? SHA256.hash(data: Array(bytes))
-        return digest.map { String(format: "%02x", $0) }.joined()
+        return Hex.lowercase(digest)
     }
 }

@@ -129,7 +129,8 @@ struct ServeStorageOptions: ParsableArguments {
             } else {
                 for entry in given {
                     let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)
-                    guard parts.count == 2, ["s3", "gs", "abs"].contains(parts[0]), !parts[1].isEmpty else {
+                    guard parts.count == 2, ProcessingURL.objectStorageSchemes[parts[0]] != nil, !parts[1].isEmpty
+                    else {
                         throw ValidationError("\(option) \(entry) is not SCHEME:BUCKET (s3:photos, gs:..., abs:...)")
                     }
                     buckets[parts[0], default: []].insert(parts[1])
@@ -139,13 +140,11 @@ struct ServeStorageOptions: ParsableArguments {
         }
         if let text = resultStorage ?? environment.text("IMAGELOADER_RESULT_STORAGE") {
             guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
-                ["s3", "gs", "abs"].contains(scheme),
-                url.host?.isEmpty == false
+                let flag = ProcessingURL.objectStorageSchemes[scheme], url.host?.isEmpty == false
             else {
                 throw ValidationError("--result-storage \(text) is not s3://BUCKET/PREFIX, gs://... or abs://...")
             }
             guard storage.schemes.contains(scheme) else {
-                let flag = ["s3": "--use-s3", "gs": "--use-gcs", "abs": "--use-abs"][scheme] ?? ""
                 throw ValidationError("--result-storage \(text) needs \(flag)")
             }
             configuration.resultStorage = url

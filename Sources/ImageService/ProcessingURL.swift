@@ -384,7 +384,7 @@ public struct ProcessingURL: Sendable, Hashable {
     }
 
     /// The object stores' schemes, with the `serve` option that enables each.
-    static let objectStorageSchemes = ["s3": "--use-s3", "gs": "--use-gcs", "abs": "--use-abs"]
+    package static let objectStorageSchemes = ["s3": "--use-s3", "gs": "--use-gcs", "abs": "--use-abs"]
 
     private static func source(_ text: String) throws(Failure) -> Source {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased() else {

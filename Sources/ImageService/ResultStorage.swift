@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import HTTPTypes
 import ImageLoader
@@ -33,7 +32,7 @@ struct ResultStorage: Sendable {
             features.enforces.map(\.rawValue).sorted().joined(separator: ","),
             features.dpr.map { "\($0)" } ?? "", features.width.map { "\($0)" } ?? "",
         ].joined(separator: "\n")
-        let digest = Array(SHA256.hash(data: Array(identity.utf8))).map { String(format: "%02x", $0) }.joined()
+        let digest = ImageLoader.digest(of: Array(identity.utf8))
         return text + "/\(digest.prefix(2))/\(digest.dropFirst(2).prefix(2))/\(digest)"
     }
 

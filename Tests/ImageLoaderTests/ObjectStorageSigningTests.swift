@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ImageLoaderSupport
 import Testing
 import _CryptoExtras
 
@@ -74,7 +75,7 @@ struct ObjectStorageSigningTests {
             credentials: AWSCredentials(
                 accessKeyID: "AKIDEXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"),
             region: "us-east-1", service: "service")
-        let payloadHash = SignatureV4.hex(Array(SHA256.hash(data: Array(body.utf8))))
+        let payloadHash = Hex.lowercase(Array(SHA256.hash(data: Array(body.utf8))))
         let signed = signer.sign(
             SignatureV4.Request(method: method, path: path, query: query, headers: headers, payloadHash: payloadHash),
             at: Date(timeIntervalSince1970: 1_440_938_160),  // 20150830T123600Z

@@ -145,14 +145,7 @@ public final class DiskCache: Sendable {
 
     /// The file name for a key: the hex SHA-256 of the key's UTF-8.
     static func hash(of key: String) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var hex = [UInt8]()
-        hex.reserveCapacity(64)
-        for byte in SHA256.hash(data: Array(key.utf8)) {
-            hex.append(digits[Int(byte >> 4)])
-            hex.append(digits[Int(byte & 15)])
-        }
-        return String(decoding: hex, as: UTF8.self)
+        Hex.lowercase(SHA256.hash(data: Array(key.utf8)))
     }
 
     private func path(_ hash: String, _ kind: FileKind) -> String { entriesDirectory + "/" + hash + kind.suffix }

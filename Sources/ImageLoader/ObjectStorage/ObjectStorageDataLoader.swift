@@ -38,13 +38,6 @@ struct ObjectLocation: Sendable, Hashable {
             version = nil
         }
     }
-
-    init(scheme: String, bucket: String, key: String) {
-        self.scheme = scheme
-        self.bucket = bucket
-        self.key = key
-        version = nil
-    }
 }
 
 /// One kind of store: how a read or a write of an object becomes a signed HTTP request.
@@ -189,10 +182,11 @@ final class ObjectStorageDataLoader: DataLoading {
         return words.isEmpty ? "no reason given" : String(words.prefix(300))
     }
 
-    /// Writes `body` to `object`; throws on any failure (the caller decides what it costs).
-    func write(_ object: ObjectLocation, body: [UInt8], contentType: String, metadata: [String: String]) async throws {
-        guard let store = stores[object.scheme] else { throw ImageLoadingError(.unsupportedURL, url: object.scheme) }
-        let url = URL(string: "\(object.scheme)://\(object.bucket)/")!
+    /// Writes `body` to the object `url` names; throws on any failure (the caller decides what it costs).
+    func write(_ url: URL, body: [UInt8], contentType: String, metadata: [String: String]) async throws {
+        guard let object = ObjectLocation(url), let store = stores[object.scheme] else {
+            throw ImageLoadingError(.unsupportedURL, url: url.absoluteString)
+        }
         let response = try await send(
             try await store.write(object, body: body, contentType: contentType, metadata: metadata), for: url)
         guard (200..<300).contains(response.status) else {
@@ -293,7 +287,7 @@ struct S3Store: ObjectStore {
         request.body = body
         guard let credentials = try await credentials.credentials() else { return request }
         let authority = url.port.map { "\(host):\($0)" } ?? host
-        let payloadHash = body.map { SignatureV4.hex(Array(SHA256.hash(data: $0))) } ?? SignatureV4.emptyPayloadHash
+        let payloadHash = body.map { Hex.lowercase(Array(SHA256.hash(data: $0))) } ?? SignatureV4.emptyPayloadHash
         var signedFields: [(name: String, value: String)] = [
             ("host", authority), ("x-amz-content-sha256", payloadHash),
             ("x-amz-date", SignatureV4.timestamps(date).stamp),
@@ -376,7 +370,7 @@ struct GCSStore: ObjectStore {
         -> DataRequest
     {
         // A multipart upload: the object's metadata (its content type and ours) and its bytes in one request.
-        let boundary = "imageloader-" + SignatureV4.hex(Array(SHA256.hash(data: body)).prefix(8).map { $0 })
+        let boundary = "imageloader-" + Hex.lowercase(Array(SHA256.hash(data: body)).prefix(8).map { $0 })
         var resource =
             #"{"name":"# + GoogleTokenProvider.jsonString(object.key) + #","contentType":"#
             + GoogleTokenProvider.jsonString(contentType) + #","metadata":{"#
@@ -543,13 +537,13 @@ extension ImageLoader {
         at url: URL, bytes: [UInt8], contentType: String,
         completion: @escaping @Sendable ((any Error)?) -> Void
     ) {
-        guard let stores = objectStores, stores.handles(url), let object = ObjectLocation(url) else {
+        guard let stores = objectStores, stores.handles(url) else {
             completion(ImageLoadingError(.unsupportedURL, url: url.absoluteString))
             return
         }
         context.operations.startInBackground {
             do {
-                try await stores.write(object, body: bytes, contentType: contentType, metadata: [:])
+                try await stores.write(url, body: bytes, contentType: contentType, metadata: [:])
                 completion(nil)
             } catch {
                 completion(error)

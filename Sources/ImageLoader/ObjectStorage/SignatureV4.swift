@@ -38,7 +38,7 @@ struct SignatureV4: Sendable {
     }
 
     /// The hex SHA-256 of an empty payload.
-    static let emptyPayloadHash = hex(Array(SHA256.hash(data: [UInt8]())))
+    static let emptyPayloadHash = Hex.lowercase(SHA256.hash(data: [UInt8]()))
 
     /// Signs `request` at `date`. `normalizesPath`: every service but S3 signs the path
     /// with `.` and `..` segments resolved and encoded a second time; S3 signs it as sent.
@@ -59,10 +59,10 @@ struct SignatureV4: Sendable {
         ].joined(separator: "\n")
         let scope = "\(day)/\(region)/\(service)/aws4_request"
         let stringToSign = [
-            "AWS4-HMAC-SHA256", stamp, scope, SignatureV4.hex(Array(SHA256.hash(data: Array(canonicalRequest.utf8)))),
+            "AWS4-HMAC-SHA256", stamp, scope, Hex.lowercase(Array(SHA256.hash(data: Array(canonicalRequest.utf8)))),
         ].joined(separator: "\n")
         let key = signingKey(day: day)
-        let signature = SignatureV4.hex(
+        let signature = Hex.lowercase(
             Array(HMAC<SHA256>.authenticationCode(for: Array(stringToSign.utf8), using: key)))
         let authorization =
             "AWS4-HMAC-SHA256 Credential=\(credentials.accessKeyID)/\(scope), SignedHeaders=\(signedHeaders), "
@@ -150,16 +150,5 @@ struct SignatureV4: Sendable {
     static func trimmed(_ value: String) -> String {
         value.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" })
             .joined(separator: " ")
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 15)])
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }
