@@ -114,6 +114,38 @@ struct CommandLineTests {
         }
     }
 
+    @Test("damaged JPEG XL files: one line each on standard error, nothing of libjxl's own")
+    func jxlDiagnostics() async throws {
+        try await Command.withTemporaryDirectory { directory in
+            let folder = Command.fixture("modern/conformance")
+            var paths: [String] = []
+            for name in try FileManager.default.contentsOfDirectory(atPath: folder).sorted()
+            where name.hasSuffix(".jxl") {
+                let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: folder + "/" + name)))
+                // Cut at a third, and with a run of bytes inverted in the middle of the coded data.
+                var flipped = bytes
+                for index in bytes.count / 2..<min(bytes.count, bytes.count / 2 + 16) { flipped[index] ^= 0xFF }
+                for (suffix, damaged) in [("cut", Array(bytes.prefix(bytes.count / 3))), ("flipped", flipped)] {
+                    let path = directory.appendingPathComponent("\(name)-\(suffix).jxl").path
+                    try Data(damaged).write(to: URL(fileURLWithPath: path))
+                    paths.append(path)
+                }
+            }
+            let validate = try await Command.run(["validate"] + paths)
+            #expect(validate.status == 1)
+            #expect(validate.stderrLines.count >= paths.count / 2)
+            for line in validate.stderrLines {
+                #expect(line.hasPrefix("imageloader: ") && line.contains("JPEG XL"), "\(line)")
+            }
+            for path in paths {
+                let info = try await Command.run(["info", path])
+                #expect(info.stderrLines.count <= 1, "\(path): \(info.stderr)")
+                let decode = try await Command.run(["decode", path, "-o", directory.appendingPathComponent("out.png").path])
+                #expect(decode.stderrLines.count == (decode.status == 0 ? 0 : 1), "\(path): \(decode.stderr)")
+            }
+        }
+    }
+
     @Test("validate checks the declared content type")
     func validateContentType() async throws {
         let png = Command.fixture("images/png-rgb8.png")

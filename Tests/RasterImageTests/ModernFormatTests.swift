@@ -163,6 +163,49 @@ struct ModernFormatTests {
         #expect(expectDecodingError { _ = try ImageDecoder().decode(.bytes(cut)) }?.reason == .truncated)
     }
 
+    @Test("libjxl's failure traces become the typed error's cause, not lines on standard error")
+    func jxlDiagnostics() throws {
+        // A bit flipped in the entropy-coded data: libjxl's deepest trace names the failure.
+        var corrupt = 0
+        for (name, bytes) in Fixtures.damagedJXLFiles() {
+            let error = expectDecodingError { _ = try ImageDecoder().decode(.bytes(bytes)) }
+            guard let error else { continue }  // a flip the decoder shrugs off is not an error
+            #expect(error.format == .jxl, "\(name)")
+            if error.reason == .corrupt, let message = error.message, message.hasPrefix("libjxl: decoding error: ") {
+                corrupt += 1
+                #expect(!message.contains(".cc:"), "\(name): \(message)")
+            }
+        }
+        #expect(corrupt >= 3)
+        // A capture ends with its decode: the next decode on this thread starts clean.
+        let good = Fixtures.bytes("modern/images/jxl-lossy.jxl")
+        #expect(try ImageDecoder().decode(.bytes(good)).width > 0)
+    }
+
+    @Test("a 24-megapixel JPEG XL photo decodes within the default limits; with alpha it is refused before libjxl allocates")
+    func jxlWorkingMemory() throws {
+        // A camera's size (5968x3979), encoded by libjxl at its fastest effort.
+        let (width, height) = (5968, 3979)
+        var row = [UInt8](repeating: 255, count: width * 4)
+        for x in 0..<width { (row[x * 4], row[x * 4 + 1], row[x * 4 + 2]) = (UInt8(x & 255), UInt8(x >> 4 & 255), 128) }
+        var pixels: [UInt8] = []
+        pixels.reserveCapacity(width * height * 4)
+        for _ in 0..<height { pixels.append(contentsOf: row) }
+        let photo = try #require(RasterImage(width: width, height: height, pixels: pixels, hasAlpha: false))
+        let encoded = try JXLEncoder(quality: 80, effort: 1).encode(photo)
+        let decoded = try ImageDecoder().decode(.bytes(encoded))
+        #expect(decoded.width == width && decoded.height == height)
+        // The same photo with alpha makes libjxl 0.7 keep whole float planes.
+        let withAlpha = try #require(RasterImage(width: width, height: height, pixels: pixels, hasAlpha: true))
+        let translucent = try JXLEncoder(quality: 80, effort: 1).encode(withAlpha)
+        let error = expectDecodingError { _ = try ImageDecoder().decode(.bytes(translucent)) }
+        guard case .tooMuchWorkingMemory(_, let limit) = error?.reason else {
+            Issue.record("\(String(describing: error))")
+            return
+        }
+        #expect(limit == DecodingLimits().maxWorkingBytes)
+    }
+
     @Test("a HEIF file's embedded thumbnail is used only when asked for, and only when large enough")
     func embeddedThumbnail() throws {
         let source = ImageSource.file(path: Self.path("images/heif-thumbnail.heic"))

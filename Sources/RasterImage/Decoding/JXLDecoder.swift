@@ -12,12 +12,17 @@ import CJXL
 /// when 1/8 still leaves the resize twice the thumbnail (as JPEG's DCT scaling does).
 ///
 /// Everything libjxl allocates through its memory manager is counted and capped at
-/// ``DecodingLimits/maxWorkingBytes``; it runs on the calling thread.
+/// ``DecodingLimits/maxWorkingBytes``; its image planes, which libjxl 0.7 allocates
+/// on its own, are estimated from the header before it starts (see
+/// ``workingBytesPerPixel(extraChannels:animated:)``). It runs on the calling thread,
+/// and its failure traces are kept off standard error (``LibjxlDiagnostics``).
 enum JXLDecoder: FormatDecoder {
     static let format = ImageFormat.jxl
 
     static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
-        try reader.withContiguousBytes { bytes in try info(bytes, limits: limits) }
+        try LibjxlDiagnostics.capturing {
+            try reader.withContiguousBytes { bytes in try info(bytes, limits: limits) }
+        }
     }
 
     /// The header's facts and the frame count (an animation's frame headers are read, not its pixels).
@@ -44,12 +49,18 @@ enum JXLDecoder: FormatDecoder {
     }
 
     static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {
-        try reader.withContiguousBytes { bytes in
-            try decode(bytes, limits: options.limits, frames: options.frames, progressive: false)
+        try LibjxlDiagnostics.capturing {
+            try reader.withContiguousBytes { bytes in
+                try decode(bytes, limits: options.limits, frames: options.frames, progressive: false)
+            }
         }
     }
 
     static func thumbnail(_ reader: ByteReader, _ request: ThumbnailRequest) throws -> RasterImage {
+        try LibjxlDiagnostics.capturing { try shrinkingThumbnail(reader, request) }
+    }
+
+    private static func shrinkingThumbnail(_ reader: ByteReader, _ request: ThumbnailRequest) throws -> RasterImage {
         try reader.withContiguousBytes { bytes in
             // Options chosen from the header need the frame count: a read of the frame headers first.
             let options = try request.options(try info(bytes, limits: request.limits))
@@ -96,10 +107,11 @@ enum JXLDecoder: FormatDecoder {
                 let (width, height) = (Int(info.xsize), Int(info.ysize))
                 try limits.check(width: width, height: height, format: .jxl)
                 frameBytes = width * height * 4
-                // libjxl's float planes (colour and alpha, 4 bytes a sample) and its group
-                // caches, checked before it allocates them.
+                // libjxl's own planes and caches, checked before it allocates them.
+                let perPixel = workingBytesPerPixel(
+                    extraChannels: Int(info.num_extra_channels), animated: info.have_animation != 0)
                 try limits.checkWorking(
-                    bytes: Checked.multiply(width * height, 16), format: .jxl, what: "libjxl's image planes")
+                    bytes: Checked.multiply(width * height, perPixel), format: .jxl, what: "libjxl's image planes")
             case JXL_DEC_FRAME:
                 index += 1
                 guard index < limits.maxFrames else {
@@ -161,6 +173,18 @@ enum JXLDecoder: FormatDecoder {
             alphaMode: .straight, loopCount: frames.count > 1 ? Int(info.animation.num_loops) : 1,
             orientation: session.orientation, iccProfile: session.iccProfile, format: .jxl,
             hasAlpha: info.alpha_bits > 0)
+    }
+}
+
+extension JXLDecoder {
+    /// What libjxl 0.7 holds besides the output while it decodes a frame, per pixel,
+    /// as measured (peak resident size less the output buffer, Debian's libjxl 0.7.0):
+    /// a frame of colour alone is rendered group by group straight into the output
+    /// (2.4 to 2.9 bytes a pixel for lossy and lossless photos of 24 to 100
+    /// megapixels); extra channels (alpha) or an animation's blending make it keep
+    /// whole float planes (31 bytes a pixel for a 24-megapixel lossy RGBA).
+    static func workingBytesPerPixel(extraChannels: Int, animated: Bool) -> Int {
+        extraChannels > 0 || animated ? 32 : 3
     }
 }
 

@@ -53,6 +53,12 @@ public struct JXLEncoder: Sendable, Hashable {
 
     /// Encodes frame `frame` of `image`.
     public func encode(_ image: RasterImage, frame: Int = 0) throws(ImageEncodingError) -> [UInt8] {
+        try LibjxlDiagnostics.capturing { () throws(ImageEncodingError) -> [UInt8] in
+            try encodeFrame(image, frame: frame)
+        }
+    }
+
+    private func encodeFrame(_ image: RasterImage, frame: Int) throws(ImageEncodingError) -> [UInt8] {
         guard (0...100).contains(quality) else {
             throw ImageEncodingError(.invalidParameter, format: .jxl, message: "quality \(quality) is not in 0...100")
         }

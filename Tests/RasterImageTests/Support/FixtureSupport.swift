@@ -209,3 +209,30 @@ func onThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () throws -> T) a
         Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
     }
 }
+
+extension Fixtures {
+    /// The committed JPEG XL files, each cut in half and with bits flipped in its
+    /// coded data at fixed places: damaged files that libjxl traces failures for.
+    static func damagedJXLFiles() -> [(name: String, bytes: [UInt8])] {
+        let folders = ["modern/images", "modern/conformance"]
+        var files: [(String, [UInt8])] = []
+        for folder in folders {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: root + "/" + folder)) ?? []
+            for name in names.sorted() where name.hasSuffix(".jxl") {
+                let bytes = Fixtures.bytes(folder + "/" + name)
+                files.append((name + " cut", Array(bytes.prefix(bytes.count / 2))))
+                for seed in 1...2 {
+                    var flipped = bytes
+                    var state = UInt64(seed) &* 0x9E37_79B9_7F4A_7C15
+                    for _ in 0..<8 {
+                        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                        let index = 32 + Int((state >> 33) % UInt64(max(1, bytes.count - 32)))
+                        if index < flipped.count { flipped[index] ^= UInt8(1 << ((state >> 29) & 7)) }
+                    }
+                    files.append((name + " flipped \(seed)", flipped))
+                }
+            }
+        }
+        return files
+    }
+}
