@@ -163,6 +163,25 @@ struct ModernFormatTests {
         #expect(expectDecodingError { _ = try ImageDecoder().decode(.bytes(cut)) }?.reason == .truncated)
     }
 
+    @Test("a predictively coded primary image (a pred reference) is refused, not shown as its residual")
+    func predictedImage() throws {
+        // The grid's references to its tiles relabelled: the primary item is now coded
+        // from other items (as in Nokia's conformance file C044), which libheif 1.15
+        // would decode alone and return as a grey residual.
+        var bytes = Fixtures.bytes("modern/images/heif-exif-orientation-grid.heic")
+        let label = Array("dimg".utf8)
+        let at = try #require((0...(bytes.count - 4)).first { Array(bytes[$0..<$0 + 4]) == label })
+        bytes.replaceSubrange(at..<at + 4, with: Array("pred".utf8))
+        for operation in ["info", "decode"] {
+            let error = expectDecodingError {
+                if operation == "info" { _ = try ImageDecoder().info(.bytes(bytes)) } else {
+                    _ = try ImageDecoder().decode(.bytes(bytes))
+                }
+            }
+            #expect(error?.reason == .unsupported && error?.format == .heif, "\(operation)")
+        }
+    }
+
     @Test("libjxl's failure traces become the typed error's cause, not lines on standard error")
     func jxlDiagnostics() throws {
         // A bit flipped in the entropy-coded data: libjxl's deepest trace names the failure.

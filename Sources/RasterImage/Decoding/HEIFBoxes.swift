@@ -62,11 +62,16 @@ struct HEIFBoxes {
         return nil
     }
 
+    /// Whether the image is coded predictively from other images (a `pred` reference,
+    /// HEIF's 'pred' brand): its picture is only the difference from theirs.
+    var isPredicted: Bool { predictedItems.contains(item) }
+
     /// The item the facts above describe: the primary item unless ``describing(_:)`` chose another.
     private(set) var item: UInt32 = 0
     private var properties: [(type: String, body: Range<Int>)] = []
     private var associations: [UInt32: [Int]] = [:]
     private var references: [UInt32: [UInt32]] = [:]
+    private var predictedItems: Set<UInt32> = []
     private var reader: BoxReader
 
     /// The same boxes describing image `item` (the one libheif decodes, when it chose
@@ -192,10 +197,14 @@ struct HEIFBoxes {
             case "iref":
                 let wide = reader.uint8(box.body.lowerBound) != 0
                 for reference in try reader.boxes(in: box.body.lowerBound + 4..<box.body.upperBound, budget: &budget)
-                where reference.type == "dimg" {
+                where reference.type == "dimg" || reference.type == "pred" {
                     let targets = reader.references(reference.body, wide: wide)
                     try budget.spend(targets.to.count)
-                    references[targets.from, default: []] += targets.to
+                    if reference.type == "pred" {
+                        predictedItems.insert(targets.from)
+                    } else {
+                        references[targets.from, default: []] += targets.to
+                    }
                 }
             case "iprp":
                 for child in try reader.boxes(in: box.body, budget: &budget) {

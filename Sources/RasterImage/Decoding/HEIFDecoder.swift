@@ -171,6 +171,13 @@ final class HEIFFile {
     /// decode: their pixels count against the work limit, their number against the
     /// metadata limit (the boxes were counted already).
     static func check(_ boxes: HEIFBoxes, limits: DecodingLimits, format: ImageFormat) throws {
+        // libheif 1.15 decodes such an image's own bitstream alone, without the pictures
+        // it is predicted from, and returns the residual as if it were the picture
+        // (Nokia's conformance file C044); libheif 1.23 refuses it, and so does this.
+        if boxes.isPredicted {
+            throw ImageDecodingError(
+                .unsupported, format: format, message: "the image is coded predictively from other images (pred)")
+        }
         if let stored = boxes.storedSize {
             try limits.check(width: stored.width, height: stored.height, format: format)
         }
