@@ -19,8 +19,11 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
     case avif
     /// JPEG XL, codestream or container, still or animated, decoded by libjxl.
     case jxl
+    /// Windows icon: a directory of PNG or bitmap images, the largest (or the one a
+    /// thumbnail needs) decoded.
+    case ico
 
-    /// The name people write: PNG, JPEG, GIF, TIFF, WebP, BMP, HEIF, AVIF, JPEG XL.
+    /// The name people write: PNG, JPEG, GIF, TIFF, WebP, BMP, HEIF, AVIF, JPEG XL, ICO.
     public var displayName: String {
         switch self {
         case .webp: "WebP"
@@ -41,6 +44,7 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
         case .heif: "image/heif"
         case .avif: "image/avif"
         case .jxl: "image/jxl"
+        case .ico: "image/x-icon"
         }
     }
 
@@ -51,6 +55,7 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
         case .jpeg: ["image/jpeg", "image/jpg", "image/pjpeg"]
         case .bmp: ["image/bmp", "image/x-bmp", "image/x-ms-bmp"]
         case .heif: ["image/heif", "image/heic", "image/heif-sequence", "image/heic-sequence"]
+        case .ico: ["image/x-icon", "image/vnd.microsoft.icon", "image/ico", "image/icon"]
         default: [contentType]
         }
     }
@@ -103,6 +108,7 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
             let headerSize = UInt32(b[14]) | UInt32(b[15]) << 8 | UInt32(b[16]) << 16 | UInt32(b[17]) << 24
             if BMPDecoder.knownHeaderSizes.contains(headerSize) { return .bmp }
         }
+        if ICODecoder.sniff(b) { return .ico }
         return nil
     }
 

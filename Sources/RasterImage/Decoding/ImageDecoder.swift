@@ -190,6 +190,7 @@ public struct ImageDecoder: ImageDecoding {
         case .heif: HEIFDecoder.self
         case .avif: AVIFDecoder.self
         case .jxl: JXLDecoder.self
+        case .ico: ICODecoder.self
         }
     }
 

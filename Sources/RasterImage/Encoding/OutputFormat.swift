@@ -30,6 +30,14 @@ extension GIFEncoder: ImageEncoding {
     public var format: ImageFormat { .gif }
 }
 
+extension HEIFEncoder: ImageEncoding {
+    public var format: ImageFormat { .heif }
+}
+
+extension ICOEncoder: ImageEncoding {
+    public var format: ImageFormat { .ico }
+}
+
 /// Which format, with which settings, an image is written in.
 ///
 /// ```swift
@@ -51,9 +59,14 @@ public enum OutputFormat: Sendable, Hashable {
     case jxl(JXLEncoder)
     /// GIF with this encoder.
     case gif(GIFEncoder)
+    /// HEIC through libheif and x265 (``HEIFEncoder/isAvailable`` says whether this
+    /// libheif has its encoder).
+    case heic(HEIFEncoder)
+    /// A Windows icon of one PNG entry, at most 256 pixels a side.
+    case ico(ICOEncoder)
 
     /// The format a file name's extension names (`jpg`, `jpeg`, `png`, `webp`, `avif`,
-    /// `jxl`, `gif`), or `nil`.
+    /// `jxl`, `gif`, `heic`, `heif`, `ico`), or `nil`.
     public init?(fileExtension: String, quality: Int? = nil) {
         switch fileExtension.lowercased() {
         case "jpg", "jpeg": self = .jpeg(JPEGEncoder(quality: quality ?? 85))
@@ -62,6 +75,8 @@ public enum OutputFormat: Sendable, Hashable {
         case "avif": self = .avif(AVIFEncoder(quality: quality ?? 60))
         case "jxl": self = .jxl(JXLEncoder(quality: quality ?? 75))
         case "gif": self = .gif(GIFEncoder())
+        case "heic", "heif": self = .heic(HEIFEncoder(quality: quality ?? 50))
+        case "ico": self = .ico(ICOEncoder())
         default: return nil
         }
     }
@@ -76,14 +91,17 @@ public enum OutputFormat: Sendable, Hashable {
         case .avif(let encoder): encoder
         case .jxl(let encoder): encoder
         case .gif(let encoder): encoder
+        case .heic(let encoder): encoder
+        case .ico(let encoder): encoder
         }
     }
 
     /// The quality of a lossy format (JPEG, WebP unless lossless, AVIF, JPEG XL); `nil` for others.
     public var quality: Int? {
         switch self {
-        case .automatic, .png, .gif: nil
+        case .automatic, .png, .gif, .ico: nil
         case .jpeg(let encoder): encoder.quality
+        case .heic(let encoder): encoder.quality
         case .webp(let encoder): encoder.lossless ? nil : encoder.quality
         case .avif(let encoder): encoder.quality
         case .jxl(let encoder): encoder.quality
@@ -111,7 +129,10 @@ public enum OutputFormat: Sendable, Hashable {
     /// The same format at another quality (formats without one are returned as they are).
     public func with(quality: Int) -> OutputFormat {
         switch self {
-        case .automatic, .png, .gif: return self
+        case .automatic, .png, .gif, .ico: return self
+        case .heic(var encoder):
+            encoder.quality = quality
+            return .heic(encoder)
         case .jpeg(var encoder):
             encoder.quality = quality
             return .jpeg(encoder)

@@ -54,6 +54,8 @@ extension OutputFormat {
         case .avif(let e): "avif\(e.quality)\(e.lossless ? "l" : "")s\(e.speed)\(e.includeICCProfile ? "i" : "")"
         case .jxl(let e): "jxl\(e.quality)e\(e.effort)\(e.includeICCProfile ? "i" : "")"
         case .gif: "gif"
+        case .heic(let e): "heic\(e.quality)\(e.preset)\(e.includeICCProfile ? "i" : "")"
+        case .ico(let e): "ico" + OutputFormat.png(e.png).cacheKey
         }
     }
 
