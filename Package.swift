@@ -80,6 +80,9 @@ let package = Package(
             name: "CFreeTypeHeaders", pkgConfig: "freetype2", providers: [.apt(["libfreetype-dev"])]
         ),
         .target(name: "CFreeType", dependencies: ["CFreeTypeHeaders"], linkerSettings: [.linkedLibrary("dl")]),
+        // librsvg and cairo for SVG sources, opened at run time (dlopen) when the first
+        // SVG is rendered: Debian's librsvg2-2, no headers needed.
+        .target(name: "CSVG", linkerSettings: [.linkedLibrary("dl")]),
         // What the other targets share and users never see (package access only): the
         // lock, the one way to wait, shared work, the scheduler, deadlines.
         .target(name: "ImageLoaderSupport"),
@@ -87,7 +90,7 @@ let package = Package(
             name: "RasterImage",
             dependencies: [
                 "ImageLoaderSupport", "CPNG", "CJPEG", "CGIF", "CTIFF", "CWebP", "CLCMS", "CDeflate", "CISAL", "CHEIF",
-                "CAVIF", "CJXL",
+                "CAVIF", "CJXL", "CSVG",
             ]
         ),
         .target(

@@ -22,8 +22,10 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
     /// Windows icon: a directory of PNG or bitmap images, the largest (or the one a
     /// thumbnail needs) decoded.
     case ico
+    /// Scalable Vector Graphics, sanitised and rendered by librsvg.
+    case svg
 
-    /// The name people write: PNG, JPEG, GIF, TIFF, WebP, BMP, HEIF, AVIF, JPEG XL, ICO.
+    /// The name people write: PNG, JPEG, GIF, TIFF, WebP, BMP, HEIF, AVIF, JPEG XL, ICO, SVG.
     public var displayName: String {
         switch self {
         case .webp: "WebP"
@@ -45,6 +47,7 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
         case .avif: "image/avif"
         case .jxl: "image/jxl"
         case .ico: "image/x-icon"
+        case .svg: "image/svg+xml"
         }
     }
 
@@ -76,10 +79,15 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
         return essence.trimmingASCIISpaces().lowercased()
     }
 
-    /// How many leading bytes ``sniff(_:)`` looks at.
+    /// How many leading bytes ``sniff(_:)`` looks at for a binary format's signature.
     public static let sniffLength = 64
 
-    /// The format the bytes are in, judged from their signature only, or `nil`.
+    /// How many leading bytes ``sniff(_:)`` reads for SVG's root element, past an XML
+    /// declaration, comments and a document type (imgproxy's `IMGPROXY_MAX_SVG_CHECK_BYTES`).
+    public static let svgCheckLength = 32 << 10
+
+    /// The format the bytes are in, judged from their signature only (for SVG: an
+    /// `svg` root element within the first ``svgCheckLength`` bytes), or `nil`.
     ///
     /// ```swift
     /// ImageFormat.sniff([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])   // .png
@@ -109,6 +117,7 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
             if BMPDecoder.knownHeaderSizes.contains(headerSize) { return .bmp }
         }
         if ICODecoder.sniff(b) { return .ico }
+        if SVGSniffer.isSVG(bytes.prefix(svgCheckLength)) { return .svg }
         return nil
     }
 

@@ -34,6 +34,8 @@ public struct DecodingLimits: Sendable, Hashable {
     /// (progressive and multi-scan files) and memory pool, libpng's row buffers,
     /// libtiff's strip and tile buffers, an animation's canvases.
     public var maxWorkingBytes: Int = 256 << 20
+    /// What an SVG document may hold and cost (``SVGLimits``), checked before librsvg sees it.
+    public var svg = SVGLimits()
     /// Most pixels decoded over all frames, each frame counted by its own rectangle
     /// (a GIF frame may be far larger than its canvas): bounds the work of an animation.
     public var maxTotalPixels: Int = 400_000_000

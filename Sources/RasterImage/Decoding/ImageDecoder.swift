@@ -176,7 +176,7 @@ public struct ImageDecoder: ImageDecoding {
 
     /// The format of the bytes in `source`, from their signature, or `nil`.
     public func format(of source: ImageSource) throws(ImageDecodingError) -> ImageFormat? {
-        ImageFormat.sniff(try source.leadingBytes())
+        ImageFormat.sniff(try source.leadingBytes(ImageFormat.svgCheckLength))
     }
 
     static func decoder(for format: ImageFormat) -> any FormatDecoder.Type {
@@ -191,6 +191,7 @@ public struct ImageDecoder: ImageDecoding {
         case .avif: AVIFDecoder.self
         case .jxl: JXLDecoder.self
         case .ico: ICODecoder.self
+        case .svg: SVGDecoder.self
         }
     }
 
@@ -200,7 +201,11 @@ public struct ImageDecoder: ImageDecoding {
     ) throws(ImageDecodingError) -> R {
         try convertingErrors {
             try source.withReader(limits: limits) { reader in
-                guard let format = ImageFormat.sniff(reader.bytes(at: 0, count: ImageFormat.sniffLength)) else {
+                // A binary signature from the first bytes; SVG's root element may come later.
+                let leading = reader.bytes(at: 0, count: ImageFormat.sniffLength)
+                let sniffed = ImageFormat.sniff(leading) ?? (SVGSniffer.mayBeMarkup(leading)
+                    ? ImageFormat.sniff(reader.bytes(at: 0, count: ImageFormat.svgCheckLength)) : nil)
+                guard let format = sniffed else {
                     throw ImageDecodingError(.unrecognizedFormat)
                 }
                 return try body(reader, decoder(for: format))

@@ -1,0 +1,115 @@
+import CSVG
+
+/// SVG through librsvg (opened when the first SVG is met), always sanitised first
+/// (``SVGSanitizer``, bounded by ``DecodingLimits/svg``) and always handed to librsvg
+/// as bytes with no base location, so that nothing outside the document can be read.
+/// A decode renders the document at its intrinsic size; a thumbnail renders it once,
+/// at the size the thumbnail needs (a vector is drawn at its final size, never drawn
+/// large and shrunk). The pixels are premultiplied, as cairo draws them.
+///
+/// What librsvg would spend is bounded before it runs: the rendered pixels by the
+/// pixel limit, each filter's surfaces (one a primitive, the size of the rendering)
+/// by the working-memory limit, and the filters' work (primitives × filtered
+/// elements × pixels) by the work limit.
+enum SVGDecoder: FormatDecoder {
+    static let format = ImageFormat.svg
+
+    static func sanitized(_ reader: ByteReader, limits: DecodingLimits) throws -> SVGSanitizer.Sanitized {
+        guard reader.size <= limits.svg.maxBytes else {
+            throw ImageDecodingError(.tooManyBytes(bytes: reader.size, limit: limits.svg.maxBytes), format: .svg)
+        }
+        return try SVGSanitizer(limits: limits.svg, decodingLimits: limits).sanitize(reader.bytes(at: 0, count: reader.size))
+    }
+
+    /// The intrinsic size in whole pixels (at least 1).
+    static func pixelSize(_ document: SVGSanitizer.Sanitized) -> (width: Int, height: Int) {
+        (max(1, Int(document.width.rounded())), max(1, Int(document.height.rounded())))
+    }
+
+    static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
+        let size = pixelSize(try sanitized(reader, limits: limits))
+        return ImageInfo(format: .svg, width: size.width, height: size.height, hasAlpha: true)
+    }
+
+    static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {
+        if case .index(let n) = options.frames, n != 0 {
+            throw ImageDecodingError(.frameOutOfRange(index: n, count: 1), format: .svg)
+        }
+        let document = try sanitized(reader, limits: options.limits)
+        let size = pixelSize(document)
+        return try render(document, width: size.width, height: size.height, limits: options.limits)
+    }
+
+    static func thumbnail(_ reader: ByteReader, _ request: ThumbnailRequest) throws -> RasterImage {
+        let document = try sanitized(reader, limits: request.limits)
+        let size = pixelSize(document)
+        let options = try request.options(ImageInfo(format: .svg, width: size.width, height: size.height, hasAlpha: true))
+        let geometry = try ThumbnailGeometry(
+            sourceWidth: size.width, sourceHeight: size.height, orientation: .up, options: options)
+        let image = try render(
+            document, width: max(1, geometry.scaledWidth), height: max(1, geometry.scaledHeight), limits: options.limits)
+        return try image.thumbnail(options: options)
+    }
+
+    /// Renders `document` to fill `width` x `height`.
+    static func render(_ document: SVGSanitizer.Sanitized, width: Int, height: Int, limits: DecodingLimits) throws
+        -> RasterImage
+    {
+        try limits.check(width: width, height: height, format: .svg)
+        try limits.check(frames: 1, frameBytes: width * height * 4, format: .svg)
+        let pixels = width * height
+        // cairo keeps a surface of the rendering's size for each primitive's result.
+        try limits.checkWorking(
+            bytes: Checked.multiply(document.largestFilter, pixels).flatMap { Checked.multiply($0, 4) },
+            format: .svg, what: "filter surfaces")
+        try limits.checkTotal(
+            pixels: Checked.multiply(document.largestFilter, document.filteredElements).flatMap {
+                Checked.multiply($0, pixels)
+            } ?? Int.max, format: .svg)
+        guard csvg_available() != 0 else {
+            throw ImageDecodingError(
+                .unsupported, format: .svg, message: "librsvg is not installed (Debian's librsvg2-2)")
+        }
+        var message = [CChar](repeating: 0, count: 256)
+        var failed = false
+        let bgra = try PixelBuffer.make(count: pixels * 4) { base in
+            failed = document.bytes.withUnsafeBufferPointer { data in
+                csvg_render(data.baseAddress, data.count, Int32(width), Int32(height), base, &message, message.count)
+            } != 0
+        }
+        if failed {
+            let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            throw ImageDecodingError(.corrupt, format: .svg, message: "librsvg: \(text)")
+        }
+        // cairo's ARGB32 is BGRA in memory on a little-endian machine.
+        var rgba = bgra
+        rgba.withUnsafeMutableBufferPointer { buffer in
+            var index = 0
+            while index < buffer.count {
+                buffer.swapAt(index, index + 2)
+                index += 4
+            }
+        }
+        return RasterImage(
+            validatedWidth: width, height: height, bytesPerRow: width * 4, frames: [.init(pixels: rgba)],
+            alphaMode: .premultiplied, loopCount: 1, orientation: .up, iccProfile: nil, format: .svg, hasAlpha: true)
+    }
+}
+
+extension ImageDecoder {
+    /// The SVG document in `source` made safe to serve (``SVGSanitizer``'s rules: no
+    /// scripts, event attributes or external references, bounded by
+    /// ``DecodingLimits/svg``), as UTF-8 bytes; throws for what is not SVG or is refused.
+    ///
+    /// ```swift
+    /// let safe = try ImageDecoder().sanitizedSVG(.bytes(upload))
+    /// ```
+    public func sanitizedSVG(_ source: ImageSource) throws(ImageDecodingError) -> [UInt8] {
+        try ImageDecoder.run(source, options.limits) { reader, decoder in
+            guard decoder.format == .svg else {
+                throw ImageDecodingError(.unsupported, format: decoder.format, message: "not an SVG document")
+            }
+            return try SVGDecoder.sanitized(reader, limits: options.limits).bytes
+        }
+    }
+}
