@@ -38,6 +38,24 @@ struct ServeCompatibilityOptions: ParsableArguments {
 
     @Flag(
         help: """
+            Answer HEIC when the URL names no format and Accept lists image/heic or image/heif, after JPEG XL and \
+            AVIF, before WebP (IMAGELOADER_AUTO_HEIC; imgproxy has no such setting).
+            """)
+    var autoHeic = false
+
+    @Flag(
+        help: "Answer HEIC to clients whose Accept lists it, even when the URL names a format (IMAGELOADER_ENFORCE_HEIC).")
+    var enforceHeic = false
+
+    @Flag(
+        help: """
+            Rasterise SVG sources when the URL names no format, instead of answering the sanitised SVG \
+            (IMGPROXY_ALWAYS_RASTERIZE_SVG).
+            """)
+    var alwaysRasterizeSvg = false
+
+    @Flag(
+        help: """
             Read the client hints Sec-CH-DPR/DPR and Sec-CH-Width/Width as the URL's default dpr and width \
             (IMGPROXY_ENABLE_CLIENT_HINTS).
             """)
@@ -194,6 +212,9 @@ struct ServeCompatibilityOptions: ParsableArguments {
         configuration.enforceWebP = try on(enforceWebp, "IMGPROXY_ENFORCE_WEBP")
         configuration.enforceAVIF = try on(enforceAvif, "IMGPROXY_ENFORCE_AVIF")
         configuration.enforceJXL = try on(enforceJxl, "IMGPROXY_ENFORCE_JXL")
+        configuration.autoHEIC = try on(autoHeic, "IMAGELOADER_AUTO_HEIC")
+        configuration.enforceHEIC = try on(enforceHeic, "IMAGELOADER_ENFORCE_HEIC")
+        configuration.alwaysRasterizeSVG = try on(alwaysRasterizeSvg, "IMGPROXY_ALWAYS_RASTERIZE_SVG")
         configuration.clientHints = try on(clientHints, "IMGPROXY_ENABLE_CLIENT_HINTS")
         configuration.cacheControlPassthrough = try on(cacheControlPassthrough, "IMGPROXY_CACHE_CONTROL_PASSTHROUGH")
         configuration.validators.entityTags = try etag ?? environment.flag("IMGPROXY_USE_ETAG") ?? true

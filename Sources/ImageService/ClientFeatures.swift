@@ -29,9 +29,10 @@ package struct ClientFeatures: Hashable, Sendable {
         accept: String?, dpr: [String?], width: [String?], configuration: ImageService.Configuration
     ) {
         if let accept {
-            for format in [ProcessingOptions.Format.webp, .avif, .jxl] {
+            for format in ProcessingOptions.Format.negotiated {
                 let (auto, enforced) = configuration.automatic(format)
-                guard auto || enforced, ResponseRules.accepts(format.contentType, in: accept) else { continue }
+                guard auto || enforced, format.acceptTypes.contains(where: { ResponseRules.accepts($0, in: accept) })
+                else { continue }
                 prefers.insert(format)
                 if enforced { enforces.insert(format) }
             }
@@ -84,7 +85,7 @@ package struct ClientFeatures: Hashable, Sendable {
     /// neither.
     static func vary(_ configuration: ImageService.Configuration) -> String? {
         var fields: [String] = []
-        if [ProcessingOptions.Format.webp, .avif, .jxl].contains(where: {
+        if ProcessingOptions.Format.negotiated.contains(where: {
             let (auto, enforced) = configuration.automatic($0)
             return auto || enforced
         }) {
@@ -103,9 +104,18 @@ extension ImageService.Configuration {
         case .webp: (autoWebP, enforceWebP)
         case .avif: (autoAVIF, enforceAVIF)
         case .jxl: (autoJXL, enforceJXL)
+        case .heic: (autoHEIC, enforceHEIC)
         default: (false, false)
         }
     }
+}
+
+extension ProcessingOptions.Format {
+    /// The formats a client's `Accept` can choose, when the service's settings let it.
+    static let negotiated: [ProcessingOptions.Format] = [.webp, .avif, .jxl, .heic]
+
+    /// The media types in `Accept` that name this format (Safari lists HEIC as `image/heic`).
+    var acceptTypes: [String] { self == .heic ? ["image/heic", "image/heif"] : [contentType] }
 }
 
 extension HTTPField.Name {

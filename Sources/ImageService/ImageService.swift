@@ -184,6 +184,18 @@ public final class ImageService: Service, Sendable {
         /// Answer JPEG XL to requests whose `Accept` lists it even when the URL names
         /// another format, animations excepted (imgproxy's `IMGPROXY_ENFORCE_JXL`).
         public var enforceJXL = false
+        /// Answer HEIC to requests whose `Accept` lists `image/heic` (Safari's) or
+        /// `image/heif` and whose URL names no format (after JPEG XL and AVIF, before WebP;
+        /// not for animations). imgproxy has no such setting; off by default: an x265
+        /// encode costs several times a WebP one (Benchmarks/README.md has the figures).
+        public var autoHEIC = false
+        /// Answer HEIC to requests whose `Accept` lists it even when the URL names another
+        /// format, animations excepted.
+        public var enforceHEIC = false
+        /// Rasterise SVG sources when the URL names no format (imgproxy's
+        /// `IMGPROXY_ALWAYS_RASTERIZE_SVG`); by default an SVG source is answered as SVG,
+        /// sanitised, unless the URL asks for another format.
+        public var alwaysRasterizeSVG = false
         /// The formats a result takes when neither the URL nor `Accept` decides: the
         /// source's own when it is listed, else the first listed that can hold the
         /// result's animation and transparency, else the first (imgproxy's
@@ -478,15 +490,34 @@ public final class ImageService: Service, Sendable {
             // Nothing is decoded for a 304: it carries no body, so no Content-Type.
             return .notModified(meta(source, url, allowed, format: url.format, now: now, expires: expires))
         }
-        let sourceFormat = ImageFormat.sniff(source.bytes.prefix(ImageFormat.sniffLength))
+        // The whole body: SVG's root element may lie past a long prolog (sniff reads what it needs).
+        let sourceFormat = ImageFormat.sniff(source.bytes)
+        if url.format == .svg && sourceFormat != .svg {
+            throw ServiceError(status: 422, "SVG results are made only from SVG sources")
+        }
         let skipped = url.options.skipProcessing.union(configuration.skipProcessingFormats)
         let passesThrough =
             url.options.raw
             || (sourceFormat.map(skipped.contains) ?? false
                 && (url.format == nil || url.format?.imageFormat == sourceFormat))
+        // An SVG source is answered as SVG, sanitised, when SVG is asked for or no format
+        // is (unless the service always rasterises), as imgproxy does; every SVG that
+        // leaves the service unrendered is sanitised first, whatever the path.
+        let svgPassesThrough =
+            sourceFormat == .svg
+            && (passesThrough || url.format == .svg || (url.format == nil && !configuration.alwaysRasterizeSVG))
         var result: ProcessedResult
-        if passesThrough {
+        if passesThrough || svgPassesThrough {
             let info = try header(of: source.bytes, limits: limits)
+            var bytes = source.bytes
+            if info.format == .svg {
+                do {
+                    bytes = try ImageDecoder(options: loader.configuration.decodingOptions).sanitizedSVG(
+                        .bytes(source.bytes))
+                } catch {
+                    throw ServiceError.from(error)
+                }
+            }
             var made = meta(
                 source, url, allowed, format: nil, now: now, expires: expires, contentType: info.contentType)
             // The source's own extension (imgproxy's, from its type): `fn:name` gives `name.tiff`.
@@ -498,7 +529,7 @@ public final class ImageService: Service, Sendable {
                 made.extra.addDebugFields(origin: info.uprightSize, result: info.uprightSize)
             }
             made.vary = nil
-            result = ProcessedResult(bytes: source.bytes, meta: made)
+            result = ProcessedResult(bytes: bytes, meta: made)
         } else {
             let requested = url.format
             let options = url.options
@@ -695,6 +726,8 @@ public final class ImageService: Service, Sendable {
                 compressionLevel: configuration.pngCompressionLevel, includeICCProfile: keepsProfile)
             encoder.grayscale = grey
             return .png(encoder)
+        case .ico:
+            return .ico(ICOEncoder(png: PNGEncoder(compressionLevel: configuration.pngCompressionLevel)))
         default:
             return outputFormat(format, quality: quality, keepsProfile: keepsProfile)
         }
@@ -706,10 +739,17 @@ public final class ImageService: Service, Sendable {
         switch format {
         case .jpeg: .jpeg(JPEGEncoder(quality: quality, includeICCProfile: keepsProfile))
         case .png: .png(PNGEncoder(includeICCProfile: keepsProfile))
+        case .ico: .ico(ICOEncoder())
         case .webp: .webp(WebPEncoder(quality: quality, includeICCProfile: keepsProfile))
         case .avif: .avif(AVIFEncoder(quality: quality, includeICCProfile: keepsProfile))
         case .jxl: .jxl(JXLEncoder(quality: quality, includeICCProfile: keepsProfile))
         case .gif: .gif(GIFEncoder())
+        case .heic: .heic(HEIFEncoder(quality: quality, includeICCProfile: keepsProfile))
+        case .bmp: .bmp(BMPEncoder())
+        case .tiff: .tiff(TIFFEncoder(includeICCProfile: keepsProfile))
+        // SVG results are passed through before any encoder is chosen; a raster source
+        // asking for one is refused then (422).
+        case .svg: .png(PNGEncoder(includeICCProfile: keepsProfile))
         }
     }
 

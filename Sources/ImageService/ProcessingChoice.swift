@@ -58,6 +58,9 @@ struct ProcessingChoice {
         /// The choice for a source with this header; throws 413 past the pixel limit.
         func choice(for info: ImageInfo) throws -> ProcessingChoice {
             try limits.checkPixels(of: info)
+            // A vector is drawn at the size asked for, larger than its own too, as imgproxy draws it.
+            var options = self.options
+            if info.format == .svg { options.enlarge = true }
             // As imgproxy: the frames kept are the first `maxAnimationFrames`
             // (`min(pages, maxAnimationFrames)`); the format is chosen knowing whether the
             // result would be animated, and the result is animated when it keeps them.
@@ -79,7 +82,7 @@ struct ProcessingChoice {
             let frames: FrameSelection = !animated ? .first : kept < info.frameCount ? .prefix(kept) : .all
             let origin = info.orientation.swapsDimensions ? (info.height, info.width) : (info.width, info.height)
             // Formats with a smaller limit on a side scale results down to it, as imgproxy's `fixSize`.
-            let maxResultSide = format == .webp ? min(limits.maxResultSide, 16_383) : limits.maxResultSide
+            let maxResultSide = min(limits.maxResultSide, format.maxSide)
             if !options.needsGeneralPath && !animated {
                 var thumbnail = options.thumbnailOptions(
                     sourceWidth: origin.0, sourceHeight: origin.1, maxResultSide: maxResultSide)

@@ -109,8 +109,8 @@ public struct ProcessingOptions: Sendable, Hashable {
 
     /// An output format a URL can name.
     public enum Format: String, Sendable, Hashable, CaseIterable {
-        /// The encoders the service has.
-        case jpeg, png, webp, avif, jxl, gif
+        /// The encoders the service has, and `svg`: an SVG source passed through, sanitised.
+        case jpeg, png, webp, avif, jxl, gif, heic, ico, bmp, tiff, svg
 
         /// The format by one of imgproxy's names for it (`jpg` and `jpeg` both name
         /// JPEG), `nil` for others.
@@ -126,6 +126,11 @@ public struct ProcessingOptions: Sendable, Hashable {
             case "avif": self = .avif
             case "jxl": self = .jxl
             case "gif": self = .gif
+            case "heic", "heif": self = .heic
+            case "ico": self = .ico
+            case "bmp": self = .bmp
+            case "tiff", "tif": self = .tiff
+            case "svg": self = .svg
             default: return nil
             }
         }
@@ -494,8 +499,8 @@ extension ProcessingOptions {
             try reader.limit(1)
             let text = try reader.required(0)
             guard let named = Format(name: text) else {
-                // imgproxy's other formats: known, but not written here (422, not 404).
-                if ["bmp", "tiff", "tif", "heic", "heif", "ico", "svg"].contains(text.lowercased()) {
+                // imgproxy's Pro formats: known, but not written here (422, not 404).
+                if ["pdf", "mp4"].contains(text.lowercased()) {
                     throw .cannotWrite(text.lowercased())
                 }
                 throw reader.invalid
@@ -614,6 +619,8 @@ extension ProcessingOptions {
         case "jxl": .jxl
         case "tiff", "tif": .tiff
         case "bmp": .bmp
+        case "ico": .ico
+        case "svg": .svg
         default: nil
         }
     }

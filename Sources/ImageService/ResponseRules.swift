@@ -6,8 +6,9 @@ import RasterImage
 package enum ResponseRules {
     /// The output format of a processed image, as imgproxy decides it
     /// (`determineOutputFormat`): with a format in the URL, that one, unless the client
-    /// takes a format the service enforces (JPEG XL, then AVIF, for stills; WebP).
-    /// Without, the client's preferred JPEG XL, then AVIF (stills only), then WebP; else
+    /// takes a format the service enforces (JPEG XL, then AVIF, then HEIC, for stills;
+    /// WebP). Without, the client's preferred JPEG XL, then AVIF, then HEIC (stills
+    /// only), then WebP; else
     /// the source's format when it is among `preferred`; else the first of `preferred`
     /// that holds the animation and the transparency the result has; else the first.
     ///
@@ -24,11 +25,14 @@ package enum ResponseRules {
         let chosen = requested == nil ? features.prefers : features.enforces
         if !animated && chosen.contains(.jxl) { return .jxl }
         if !animated && chosen.contains(.avif) { return .avif }
+        if !animated && chosen.contains(.heic) { return .heic }
         if chosen.contains(.webp) { return .webp }
         if let requested { return requested }
-        if let own = source.flatMap(ProcessingOptions.Format.init), preferred.contains(own) { return own }
-        return preferred.first { (!animated || $0.keepsAnimation) && (!expectsTransparency || $0.hasAlpha) }
-            ?? preferred.first ?? .jpeg
+        // An SVG source is rasterised here (it is passed through before this is asked).
+        if let own = source.flatMap(ProcessingOptions.Format.init), own != .svg, preferred.contains(own) { return own }
+        let writable = preferred.filter { $0 != .svg }
+        return writable.first { (!animated || $0.keepsAnimation) && (!expectsTransparency || $0.hasAlpha) }
+            ?? writable.first ?? .jpeg
     }
 
     /// Whether an `Accept` value lists `type` with a quality above 0. A wildcard
@@ -77,6 +81,11 @@ extension ProcessingOptions.Format {
         case .avif: "image/avif"
         case .jxl: "image/jxl"
         case .gif: "image/gif"
+        case .heic: "image/heif"
+        case .ico: "image/x-icon"
+        case .bmp: "image/bmp"
+        case .tiff: "image/tiff"
+        case .svg: "image/svg+xml"
         }
     }
 
@@ -89,6 +98,22 @@ extension ProcessingOptions.Format {
         case .avif: .avif
         case .jxl: .jxl
         case .gif: .gif
+        case .heic: .heif
+        case .ico: .ico
+        case .bmp: .bmp
+        case .tiff: .tiff
+        case .svg: .svg
+        }
+    }
+
+    /// The longest side a result in this format can have; larger results are scaled
+    /// down to it, as imgproxy's `fixSize` does (WebP 16383, HEIC 16384, ICO 256).
+    var maxSide: Int {
+        switch self {
+        case .webp: 16_383
+        case .heic: 16_384
+        case .ico: ICOEncoder.maxSide
+        default: .max
         }
     }
 
@@ -107,6 +132,11 @@ extension ProcessingOptions.Format {
         case .avif: self = .avif
         case .jxl: self = .jxl
         case .gif: self = .gif
+        case .heif: self = .heic
+        case .ico: self = .ico
+        case .bmp: self = .bmp
+        case .tiff: self = .tiff
+        case .svg: self = .svg
         default: return nil
         }
     }

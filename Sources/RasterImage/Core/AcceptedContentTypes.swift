@@ -33,12 +33,15 @@ public struct AcceptedContentTypes: Sendable, Hashable {
     /// Lowercased media types without parameters.
     public let types: Set<String>
 
-    /// The classic loaders' list plus WebP, HEIF/HEIC, AVIF and JPEG XL: image/png,
-    /// image/jpg, image/jpeg, image/bmp, image/gif, image/tiff, image/webp, image/heic,
-    /// image/heif, image/heic-sequence, image/heif-sequence, image/avif, image/jxl.
+    /// The classic loaders' list plus WebP, HEIF/HEIC, AVIF, JPEG XL, ICO and SVG
+    /// (sanitised before it is rendered): image/png, image/jpg, image/jpeg, image/bmp,
+    /// image/gif, image/tiff, image/webp, image/heic, image/heif, image/heic-sequence,
+    /// image/heif-sequence, image/avif, image/jxl, image/x-icon,
+    /// image/vnd.microsoft.icon, image/svg+xml.
     public static let `default` = AcceptedContentTypes([
         "image/png", "image/jpg", "image/jpeg", "image/bmp", "image/gif", "image/tiff", "image/webp",
         "image/heic", "image/heif", "image/heic-sequence", "image/heif-sequence", "image/avif", "image/jxl",
+        "image/x-icon", "image/vnd.microsoft.icon", "image/svg+xml",
     ])
 
     /// Accepts `types` (MIME types, any case, parameters ignored).

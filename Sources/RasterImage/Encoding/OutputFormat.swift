@@ -38,6 +38,14 @@ extension ICOEncoder: ImageEncoding {
     public var format: ImageFormat { .ico }
 }
 
+extension BMPEncoder: ImageEncoding {
+    public var format: ImageFormat { .bmp }
+}
+
+extension TIFFEncoder: ImageEncoding {
+    public var format: ImageFormat { .tiff }
+}
+
 /// Which format, with which settings, an image is written in.
 ///
 /// ```swift
@@ -64,9 +72,13 @@ public enum OutputFormat: Sendable, Hashable {
     case heic(HEIFEncoder)
     /// A Windows icon of one PNG entry, at most 256 pixels a side.
     case ico(ICOEncoder)
+    /// An uncompressed Windows bitmap.
+    case bmp(BMPEncoder)
+    /// A Deflate-compressed baseline TIFF.
+    case tiff(TIFFEncoder)
 
     /// The format a file name's extension names (`jpg`, `jpeg`, `png`, `webp`, `avif`,
-    /// `jxl`, `gif`, `heic`, `heif`, `ico`), or `nil`.
+    /// `jxl`, `gif`, `heic`, `heif`, `ico`, `bmp`, `tif`, `tiff`), or `nil`.
     public init?(fileExtension: String, quality: Int? = nil) {
         switch fileExtension.lowercased() {
         case "jpg", "jpeg": self = .jpeg(JPEGEncoder(quality: quality ?? 85))
@@ -77,6 +89,8 @@ public enum OutputFormat: Sendable, Hashable {
         case "gif": self = .gif(GIFEncoder())
         case "heic", "heif": self = .heic(HEIFEncoder(quality: quality ?? 50))
         case "ico": self = .ico(ICOEncoder())
+        case "bmp": self = .bmp(BMPEncoder())
+        case "tif", "tiff": self = .tiff(TIFFEncoder())
         default: return nil
         }
     }
@@ -93,13 +107,15 @@ public enum OutputFormat: Sendable, Hashable {
         case .gif(let encoder): encoder
         case .heic(let encoder): encoder
         case .ico(let encoder): encoder
+        case .bmp(let encoder): encoder
+        case .tiff(let encoder): encoder
         }
     }
 
     /// The quality of a lossy format (JPEG, WebP unless lossless, AVIF, JPEG XL); `nil` for others.
     public var quality: Int? {
         switch self {
-        case .automatic, .png, .gif, .ico: nil
+        case .automatic, .png, .gif, .ico, .bmp, .tiff: nil
         case .jpeg(let encoder): encoder.quality
         case .heic(let encoder): encoder.quality
         case .webp(let encoder): encoder.lossless ? nil : encoder.quality
@@ -129,7 +145,7 @@ public enum OutputFormat: Sendable, Hashable {
     /// The same format at another quality (formats without one are returned as they are).
     public func with(quality: Int) -> OutputFormat {
         switch self {
-        case .automatic, .png, .gif, .ico: return self
+        case .automatic, .png, .gif, .ico, .bmp, .tiff: return self
         case .heic(var encoder):
             encoder.quality = quality
             return .heic(encoder)

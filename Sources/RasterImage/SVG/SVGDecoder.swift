@@ -8,7 +8,7 @@ import CSVG
 /// large and shrunk). The pixels are premultiplied, as cairo draws them.
 ///
 /// What librsvg would spend is bounded before it runs: the rendered pixels by the
-/// pixel limit, each filter's surfaces (one a primitive, the size of the rendering)
+/// pixel limit (a document larger than it is drawn smaller, not refused), each filter's surfaces (one a primitive, the size of the rendering)
 /// by the working-memory limit, and the filters' work (primitives × filtered
 /// elements × pixels) by the work limit.
 enum SVGDecoder: FormatDecoder {
@@ -21,13 +21,27 @@ enum SVGDecoder: FormatDecoder {
         return try SVGSanitizer(limits: limits.svg, decodingLimits: limits).sanitize(reader.bytes(at: 0, count: reader.size))
     }
 
-    /// The intrinsic size in whole pixels (at least 1).
-    static func pixelSize(_ document: SVGSanitizer.Sanitized) -> (width: Int, height: Int) {
-        (max(1, Int(document.width.rounded())), max(1, Int(document.height.rounded())))
+    /// The size a document is drawn at: its intrinsic size in whole pixels (at least
+    /// 1), scaled down, as imgproxy's vector guard does, to fit the pixel limit when it
+    /// is larger (a vector can be drawn at any size, so its size is never refused).
+    static func pixelSize(_ document: SVGSanitizer.Sanitized, limits: DecodingLimits) -> (width: Int, height: Int) {
+        var (width, height) = (document.width, document.height)
+        let pixels = width * height
+        let limit = Double(max(1, limits.maxPixelsPerFrame))
+        if pixels > limit {
+            let scale = (limit / pixels).squareRoot()
+            (width, height) = (width * scale, height * scale)
+        }
+        var size = (width: max(1, Int(width.rounded())), height: max(1, Int(height.rounded())))
+        // Rounding up may pass the limit by a row: take it back.
+        while size.width * size.height > limits.maxPixelsPerFrame && size.width > 1 && size.height > 1 {
+            if size.width >= size.height { size.width -= 1 } else { size.height -= 1 }
+        }
+        return size
     }
 
     static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
-        let size = pixelSize(try sanitized(reader, limits: limits))
+        let size = pixelSize(try sanitized(reader, limits: limits), limits: limits)
         return ImageInfo(format: .svg, width: size.width, height: size.height, hasAlpha: true)
     }
 
@@ -36,13 +50,13 @@ enum SVGDecoder: FormatDecoder {
             throw ImageDecodingError(.frameOutOfRange(index: n, count: 1), format: .svg)
         }
         let document = try sanitized(reader, limits: options.limits)
-        let size = pixelSize(document)
+        let size = pixelSize(document, limits: options.limits)
         return try render(document, width: size.width, height: size.height, limits: options.limits)
     }
 
     static func thumbnail(_ reader: ByteReader, _ request: ThumbnailRequest) throws -> RasterImage {
         let document = try sanitized(reader, limits: request.limits)
-        let size = pixelSize(document)
+        let size = pixelSize(document, limits: request.limits)
         let options = try request.options(ImageInfo(format: .svg, width: size.width, height: size.height, hasAlpha: true))
         let geometry = try ThumbnailGeometry(
             sourceWidth: size.width, sourceHeight: size.height, orientation: .up, options: options)

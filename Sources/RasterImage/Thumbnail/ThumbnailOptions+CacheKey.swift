@@ -56,6 +56,8 @@ extension OutputFormat {
         case .gif: "gif"
         case .heic(let e): "heic\(e.quality)\(e.preset)\(e.includeICCProfile ? "i" : "")"
         case .ico(let e): "ico" + OutputFormat.png(e.png).cacheKey
+        case .bmp: "bmp"
+        case .tiff(let e): "tiff\(e.includeICCProfile ? "i" : "")"
         }
     }
 
