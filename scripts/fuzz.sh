@@ -2,7 +2,7 @@
 # Runs one libFuzzer target for SECONDS (default 60), built with the toolchain's
 # -sanitize=fuzzer,address in its own folder (.build-fuzz), seeded from Fixtures.
 #   bash scripts/fuzz.sh TARGET [SECONDS] [extra libFuzzer flags...]
-# TARGET: png jpeg gif tiff webp bmp heif avif jxl cache-policy http-date disk-entry sniff processing-url metadata zlib
+# TARGET: png jpeg gif tiff webp bmp heif avif jxl ico svg cache-policy http-date disk-entry sniff processing-url metadata zlib
 # (or "all").
 # Crashes, leaks and timeouts land in .build-fuzz/findings/TARGET/; turn each into a
 # file in Fixtures/hostile/ with a test. The corpus grows in .build-fuzz/corpus/TARGET.
@@ -12,7 +12,7 @@ target="${1:?usage: fuzz.sh TARGET [SECONDS]}"
 seconds="${2:-60}"
 shift $(($# < 2 ? $# : 2))
 
-targets=(png jpeg gif tiff webp bmp heif avif jxl cache-policy http-date disk-entry sniff processing-url metadata zlib object-storage)
+targets=(png jpeg gif tiff webp bmp heif avif jxl ico svg cache-policy http-date disk-entry sniff processing-url metadata zlib object-storage)
 if [[ "$target" == all ]]; then
   for t in "${targets[@]}"; do bash "$0" "$t" "$seconds" "$@"; done
   exit 0
@@ -37,6 +37,8 @@ case "$target" in
   heif) seed Fixtures/modern/images/heif-* ;;
   avif) seed Fixtures/modern/images/avif-* ;;
   jxl) seed Fixtures/modern/images/jxl-* ;;
+  ico) seed Fixtures/formats/*.ico ;;
+  svg) seed Fixtures/formats/*.svg Fuzz/seeds/svg/* ;;
   sniff) seed Fixtures/images/*-8bit.bmp Fixtures/images/png-rgb8.png Fixtures/images/jpeg-420.jpg \
     Fixtures/modern/images/heif-8bit.heic Fixtures/modern/images/avif-8bit.avif Fixtures/modern/images/jxl-lossy.jxl ;;
   cache-policy | http-date | disk-entry | processing-url | zlib | object-storage) seed Fuzz/seeds/"$target"/* ;;

@@ -6,9 +6,11 @@ set -euo pipefail
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
 # The codecs, Little CMS, the inflaters; FreeType's headers and the DejaVu fonts for the
-# contact sheets' labels (FreeType itself is opened at run time, only for a sheet).
+# contact sheets' labels (FreeType itself is opened at run time, only for a sheet);
+# librsvg for SVG sources (opened at run time, when the first SVG is met: no headers);
+# x265 through libheif's plug-in for HEIC results (libheif1 depends on it).
 packages=(libpng-dev libgif-dev libtiff-dev libwebp-dev liblcms2-dev libdeflate-dev libisal-dev libheif-dev libavif-dev
-  libjxl-dev libfreetype-dev fonts-dejavu-core pkg-config)
+  libjxl-dev libfreetype-dev fonts-dejavu-core pkg-config librsvg2-2)
 missing=()
 for package in "${packages[@]}"; do
   installed "$package" || missing+=("$package")

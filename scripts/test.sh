@@ -8,5 +8,7 @@ bash scripts/install-system-libraries.sh
 bash scripts/serve-cluster.sh install
 # moto's S3, fake-gcs-server and the Azure endpoint the object storage tests run against.
 bash scripts/storage-servers.sh install
+# Pillow with pillow-heif: the independent decoder of HEIC results.
+bash scripts/reference-decoders.sh install
 bash scripts/docs.sh
 swift test "$@"

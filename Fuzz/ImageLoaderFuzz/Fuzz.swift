@@ -15,6 +15,8 @@ nonisolated let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "heif": { fuzzDecoder(.heif, $0) },
     "avif": { fuzzDecoder(.avif, $0) },
     "jxl": { fuzzDecoder(.jxl, $0) },
+    "ico": { fuzzDecoder(.ico, $0) },
+    "svg": fuzzSVGSanitizer,
     "cache-policy": fuzzCachePolicy,
     "http-date": fuzzHTTPDate,
     "disk-entry": fuzzDiskEntry,

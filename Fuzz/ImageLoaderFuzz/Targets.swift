@@ -287,3 +287,17 @@ func fuzzObjectStorage(_ bytes: [UInt8]) {
         _ = SignatureV4.encode(object.key, keepsSlash: true)
     }
 }
+
+/// The SVG sanitiser (its reader, rules and bounds), without librsvg: whatever it
+/// keeps must read again, and sanitising what it kept must change nothing.
+func fuzzSVGSanitizer(_ bytes: [UInt8]) {
+    var limits = SVGLimits()
+    limits.maxElements = 5_000
+    let sanitizer = SVGSanitizer(limits: limits, decodingLimits: fuzzLimits)
+    _ = SVGSniffer.isSVG(bytes)
+    guard let first = try? sanitizer.sanitize(bytes) else { return }
+    guard let second = try? sanitizer.sanitize(first.bytes) else {
+        fatalError("the sanitiser's own output is refused")
+    }
+    if second.bytes != first.bytes { fatalError("sanitising twice changes the document") }
+}

@@ -44,7 +44,9 @@ struct ServeCompatibilityOptions: ParsableArguments {
     var autoHeic = false
 
     @Flag(
-        help: "Answer HEIC to clients whose Accept lists it, even when the URL names a format (IMAGELOADER_ENFORCE_HEIC).")
+        help:
+            "Answer HEIC to clients whose Accept lists it, even when the URL names a format (IMAGELOADER_ENFORCE_HEIC)."
+    )
     var enforceHeic = false
 
     @Flag(

@@ -7,7 +7,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
         commandName: "thumbnail",
         abstract: "Make a thumbnail: shrink while decoding, resample, turn upright, convert to sRGB.",
         discussion: """
-            The output format follows OUT's extension (.jpg, .png, .webp, .avif, .jxl, .heic, .ico, .gif). With --fill the thumbnail \
+            The output format follows OUT's extension (.jpg, .png, .webp, .avif, .jxl, .heic, .ico, .bmp, .tiff, .gif). With --fill the thumbnail \
             is exactly SIZE x SIZE (or WIDTH x HEIGHT), cropped from the middle; otherwise the whole \
             image fits inside. Images are not enlarged unless --upscale is given.
             """
@@ -25,7 +25,11 @@ struct ThumbnailCommand: AsyncParsableCommand {
     @Option(help: "The box's height (instead of --size).")
     var height: Int?
 
-    @Option(name: .shortAndLong, help: "Where to write it: OUT.jpg, OUT.png, OUT.webp, OUT.avif, OUT.jxl, OUT.heic, OUT.ico or OUT.gif.")
+    @Option(
+        name: .shortAndLong,
+        help:
+            "Where to write it: OUT.jpg, OUT.png, OUT.webp, OUT.avif, OUT.jxl, OUT.heic, OUT.ico, OUT.bmp, OUT.tiff or OUT.gif."
+    )
     var output: String
 
     @Flag(help: "Cover the box and crop the overflow, instead of fitting inside it.")
@@ -79,7 +83,8 @@ struct ThumbnailCommand: AsyncParsableCommand {
         }
         if fill && force { throw ValidationError("--fill and --force exclude each other") }
         guard outputFormat != nil else {
-            throw ValidationError("OUT must end in .jpg, .jpeg, .png, .webp, .avif, .jxl, .heic, .ico or .gif")
+            throw ValidationError(
+                "OUT must end in .jpg, .jpeg, .png, .webp, .avif, .jxl, .heic, .ico, .bmp, .tiff or .gif")
         }
     }
 

@@ -204,8 +204,8 @@ struct ServeCommandTests {
                     let answer = try await server.get("/insecure/\(bad)\(photo)")
                     #expect(answer.status == 404 && answer.header("Cache-Control") == "no-store", "\(bad)")
                 }
-                // A format imgproxy writes and this service does not: imgproxy's 422 for "cannot save".
-                #expect(try await server.get("/insecure/f:tiff\(photo)").status == 422)
+                // SVG from a raster source: imgproxy's 422 for "cannot save".
+                #expect(try await server.get("/insecure/f:svg\(photo)").status == 422)
             }
             // Past --max-result-size: scaled down to it, as imgproxy (a small limit, so the
             // check costs a thumbnail, not a 3-megapixel debug encode on a busy machine).

@@ -187,14 +187,19 @@ struct ImgproxyParserTests {
         var url = try Self.parse("/size,100,100,1/plain/http://images.dev/lorem/ipsum.jpg", rules: comma)
         #expect(url.options.width == 100 && url.options.height == 100 && url.options.enlarge)
         #expect(try Self.parse("/format:webp/plain/http://images.dev/lorem/ipsum.jpg").format == .webp)
-        // integration_test's TestErrorSavingToSVG: a format imgproxy knows and this service
-        // does not write is a 422, as imgproxy's for one it cannot save; an unknown name a 404.
-        for format in ["svg", "bmp", "tiff", "heic", "ico"] {
-            #expect(throws: ProcessingURL.Failure.cannotWrite(format)) {
-                try Self.parse("/rs:fill:4:4/plain/local:///test1.png@\(format)")
-            }
+        // Every format imgproxy's open-source edition writes parses (SVG too: a raster
+        // source asking for it is integration_test's TestErrorSavingToSVG, a 422 when
+        // processed); a Pro format is a 422, as imgproxy's for one it cannot save; an
+        // unknown name a 404.
+        for (name, format) in [
+            ("svg", ProcessingOptions.Format.svg), ("bmp", .bmp), ("tiff", .tiff), ("heic", .heic), ("ico", .ico),
+        ] {
+            #expect(try Self.parse("/rs:fill:4:4/plain/local:///test1.png@\(name)").format == format)
         }
-        #expect(ProcessingURL.Failure.cannotWrite("svg").status == 422)
+        #expect(throws: ProcessingURL.Failure.cannotWrite("pdf")) {
+            try Self.parse("/rs:fill:4:4/plain/local:///test1.png@pdf")
+        }
+        #expect(ProcessingURL.Failure.cannotWrite("pdf").status == 422)
         #expect(throws: ProcessingURL.Failure.invalidArgument(option: "ext", value: "xyz")) {
             try Self.parse("/plain/local:///test1.png@xyz")
         }

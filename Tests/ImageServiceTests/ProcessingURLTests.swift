@@ -185,7 +185,7 @@ struct ProcessingURLTests {
             ("/_/wm:2/\(Self.encoded)", .invalidArgument(option: "wm", value: "2")),
             ("/_/wm:0.5:sm/\(Self.encoded)", .invalidArgument(option: "wm", value: "0.5:sm")),
             ("/_/fq:jpeg/\(Self.encoded)", .invalidArgument(option: "fq", value: "jpeg")),
-            ("/_/fq:bmp:10/\(Self.encoded)", .invalidArgument(option: "fq", value: "bmp:10")),
+            ("/_/fq:pdf:10/\(Self.encoded)", .invalidArgument(option: "fq", value: "pdf:10")),
             ("/_/mb:-5/\(Self.encoded)", .invalidArgument(option: "mb", value: "-5")),
             ("/_/z:0/\(Self.encoded)", .invalidArgument(option: "z", value: "0")),
             ("/_/exp:soon/\(Self.encoded)", .invalidArgument(option: "exp", value: "soon")),
@@ -200,7 +200,7 @@ struct ProcessingURLTests {
             ("/_/dpr:nan/\(Self.encoded)", .invalidArgument(option: "dpr", value: "nan")),
             ("/_/el:yes/\(Self.encoded)", .invalidArgument(option: "el", value: "yes")),
             ("/_/g:center/\(Self.encoded)", .invalidArgument(option: "g", value: "center")),
-            ("/_/\(Self.encoded).bmp", .cannotWrite("bmp")),  // imgproxy knows BMP: 422, cannot save
+            ("/_/\(Self.encoded).pdf", .cannotWrite("pdf")),  // imgproxy Pro writes PDF: 422, cannot save
             ("/_/\(Self.encoded).xyz", .invalidArgument(option: "ext", value: "xyz")),
             ("/_/w:10", .malformedPath),
             ("/_", .malformedPath),

@@ -53,7 +53,9 @@ struct ICOTests {
         #expect(expectDecodingError { _ = try ImageDecoder().decode(.bytes(lying)) } != nil)
         // Every entry pointing past the end: nothing to decode.
         var outside = bytes
-        for entry in 0..<2 { outside.replaceSubrange(6 + 16 * entry + 12..<6 + 16 * entry + 16, with: [0, 0, 0, 0x7F]) }
+        for entry in 0..<2 {
+            outside.replaceSubrange(6 + 16 * entry + 12..<6 + 16 * entry + 16, with: [0, 0, 0, 0x7F])
+        }
         #expect(expectDecodingError { _ = try ImageDecoder().decode(.bytes(outside)) }?.reason == .truncated)
     }
 
@@ -66,7 +68,8 @@ struct ICOTests {
         let back = try ImageDecoder().decode(.bytes(icon))
         #expect(back.format == .ico && back.width == source.width && back.height == source.height)
         #expect(back.straightAlpha().pixels == source.straightAlpha().pixels)
-        let large = try #require(RasterImage(width: 300, height: 10, pixels: [UInt8](repeating: 9, count: 300 * 10 * 4)))
+        let large = try #require(
+            RasterImage(width: 300, height: 10, pixels: [UInt8](repeating: 9, count: 300 * 10 * 4)))
         #expect(throws: ImageEncodingError.self) { try ICOEncoder().encode(large) }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import RasterImage
 import Testing
 
@@ -23,6 +24,62 @@ struct ImageEncoderTests {
             #expect(!decoded.hasAlpha, "\(name)")
             let diff = difference(decoded.pixels, photo.pixels, width: photo.width)
             #expect(diff.mean <= tolerance, "\(name): \(diff)")
+        }
+    }
+
+    /// `bytes` decoded by Pillow with pillow-heif (scripts/reference-decoders.sh), as 8-bit RGBA.
+    static func decodedByPillow(_ bytes: [UInt8], name: String) throws -> RasterImage {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("reference-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let input = directory.appendingPathComponent(name)
+        let output = directory.appendingPathComponent("decoded.png")
+        try Data(bytes).write(to: input)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = [
+            Fixtures.root + "/../scripts/reference-decoders.sh", "decode", input.path, output.path,
+        ]
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "Pillow could not decode \(name)")
+        return try ImageDecoder().decode(.file(path: output.path))
+    }
+
+    @Test("HEIC results decode in pillow-heif (its own libheif and libde265) close to the source, alpha and all")
+    func heicByPillow() throws {
+        let jpeg = try ImageDecoder().decode(.bytes(try JPEGEncoder(quality: 90).encode(photo)))
+        let jpegMean = difference(jpeg.pixels, photo.pixels, width: photo.width).mean
+        let heic = try HEIFEncoder(quality: 90).encode(photo)
+        let decoded = try Self.decodedByPillow(heic, name: "photo.heic")
+        #expect(decoded.width == photo.width && decoded.height == photo.height)
+        #expect(difference(decoded.pixels, photo.pixels, width: photo.width).mean <= jpegMean * 1.5)
+        // Alpha as an auxiliary image.
+        let translucent = try Self.decodedByPillow(try HEIFEncoder(quality: 90).encode(transparent), name: "alpha.heic")
+        let alpha = transparent.straightAlpha()
+        #expect(translucent.hasAlpha && translucent.width == alpha.width)
+        var alphaDifference = 0
+        for index in stride(from: 3, to: alpha.pixels.count, by: 4) {
+            alphaDifference += abs(Int(translucent.pixels[index]) - Int(alpha.pixels[index]))
+        }
+        #expect(Double(alphaDifference) / Double(alpha.pixels.count / 4) < 4)
+        // Out of range: typed errors.
+        #expect(throws: ImageEncodingError.self) { try HEIFEncoder(quality: 101).encode(photo) }
+        #expect(throws: ImageEncodingError.self) { try HEIFEncoder(preset: "warp").encode(photo) }
+    }
+
+    @Test("BMP and TIFF results decode in Pillow to the source's pixels")
+    func bmpAndTIFFByPillow() throws {
+        for (name, bytes) in [
+            ("alpha.bmp", try BMPEncoder().encode(transparent)), ("photo.bmp", try BMPEncoder().encode(photo)),
+            ("alpha.tiff", try TIFFEncoder().encode(transparent)), ("photo.tiff", try TIFFEncoder().encode(photo)),
+        ] {
+            let source = name.hasPrefix("alpha") ? transparent.straightAlpha() : photo
+            let decoded = try Self.decodedByPillow(bytes, name: name)
+            #expect(decoded.width == source.width && decoded.height == source.height, "\(name)")
+            #expect(decoded.pixels == source.pixels, "\(name)")
+            // And by the project's own decoders.
+            #expect(try ImageDecoder().decode(.bytes(bytes)).straightAlpha().pixels == source.pixels, "\(name)")
         }
     }
 
@@ -120,7 +177,8 @@ struct ImageEncoderTests {
         #expect(try transparent.encoded(as: .automatic()).format == .png)
         #expect(OutputFormat(fileExtension: "WEBP", quality: 70) == .webp(WebPEncoder(quality: 70)))
         #expect(OutputFormat(fileExtension: "gif") == .gif(GIFEncoder()))
-        #expect(OutputFormat(fileExtension: "bmp") == nil)
+        #expect(OutputFormat(fileExtension: "bmp") == .bmp(BMPEncoder()))
+        #expect(OutputFormat(fileExtension: "svg") == nil)
     }
 
     @Test(

@@ -174,7 +174,9 @@ struct ModernFormatTests {
         bytes.replaceSubrange(at..<at + 4, with: Array("pred".utf8))
         for operation in ["info", "decode"] {
             let error = expectDecodingError {
-                if operation == "info" { _ = try ImageDecoder().info(.bytes(bytes)) } else {
+                if operation == "info" {
+                    _ = try ImageDecoder().info(.bytes(bytes))
+                } else {
                     _ = try ImageDecoder().decode(.bytes(bytes))
                 }
             }
@@ -201,7 +203,9 @@ struct ModernFormatTests {
         #expect(try ImageDecoder().decode(.bytes(good)).width > 0)
     }
 
-    @Test("a 24-megapixel JPEG XL photo decodes within the default limits; with alpha it is refused before libjxl allocates")
+    @Test(
+        "a 24-megapixel JPEG XL photo decodes within the default limits; with alpha it is refused before libjxl allocates"
+    )
     func jxlWorkingMemory() throws {
         // A camera's size (5968x3979), encoded by libjxl at its fastest effort.
         let (width, height) = (5968, 3979)

@@ -8,8 +8,9 @@ import Testing
 @Suite("SVG")
 struct SVGTests {
     static func svg(_ body: String, size: String = #"width="64" height="64""#, prolog: String = "") -> [UInt8] {
-        Array((prolog + #"<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" "#
-            + size + ">" + body + "</svg>").utf8)
+        Array(
+            (prolog + #"<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" "#
+                + size + ">" + body + "</svg>").utf8)
     }
 
     static func error(_ bytes: [UInt8], thumbnail: Bool = false) -> ImageDecodingError? {
@@ -87,7 +88,9 @@ struct SVGTests {
     @Test("entity bombs and external entities are refused before anything expands")
     func entities() {
         var laughs = "<!DOCTYPE svg [<!ENTITY lol \"lol\">"
-        for level in 1...9 { laughs += "<!ENTITY lol\(level) \"" + String(repeating: "&lol\(level - 1);", count: 10) + "\">" }
+        for level in 1...9 {
+            laughs += "<!ENTITY lol\(level) \"" + String(repeating: "&lol\(level - 1);", count: 10) + "\">"
+        }
         laughs = laughs.replacingOccurrences(of: "&lol0;", with: "&lol;") + "]>"
         #expect(Self.error(Self.svg("<text>&lol9;</text>", prolog: laughs))?.reason == .unsupported)
         // Quadratic: one large plain entity, referenced many times.
@@ -100,31 +103,38 @@ struct SVGTests {
         #expect(Self.error(Self.svg("", prolog: parameter))?.reason == .unsupported)
         // Illustrator's namespace entities are plain text: kept and expanded.
         let illustrator = #"<!DOCTYPE svg [<!ENTITY ns_svg "http://www.w3.org/2000/svg">]>"#
-        let drawn = Array((illustrator + #"<svg xmlns="&ns_svg;" width="8" height="8"><rect width="8" height="8"/></svg>"#).utf8)
+        let drawn = Array(
+            (illustrator + #"<svg xmlns="&ns_svg;" width="8" height="8"><rect width="8" height="8"/></svg>"#).utf8)
         #expect((try? ImageDecoder().decode(.bytes(drawn)))?.width == 8)
     }
 
     @Test("use cycles and copies, deep nesting, filter bombs and gradient floods are refused within the limits")
     func hostile() {
-        #expect(Self.error(Self.svg(##"<g id="a"><use href="#b"/></g><g id="b"><use href="#a"/></g>"##))?.reason == .unsupported)
+        #expect(
+            Self.error(Self.svg(##"<g id="a"><use href="#b"/></g><g id="b"><use href="#a"/></g>"##))?.reason
+                == .unsupported)
         // Ten levels of ten copies: 10^10 elements once expanded.
         var copies = #"<defs><rect id="l0" width="1" height="1"/>"#
         for level in 1...10 {
-            copies += ##"<g id="l\##(level)">"## + String(repeating: ##"<use href="#l\##(level - 1)"/>"##, count: 10) + "</g>"
+            copies +=
+                ##"<g id="l\##(level)">"## + String(repeating: ##"<use href="#l\##(level - 1)"/>"##, count: 10) + "</g>"
         }
         #expect(Self.error(Self.svg(copies + "</defs><use href=\"#l10\"/>"))?.reason == .unsupported)
         let deep = String(repeating: "<g>", count: 10_000) + String(repeating: "</g>", count: 10_000)
         #expect(Self.error(Self.svg(deep))?.reason == .unsupported)
-        let convolve = #"<filter id="f"><feConvolveMatrix order="300" kernelMatrix="1"/></filter><rect filter="url(#f)" width="9" height="9"/>"#
+        let convolve =
+            #"<filter id="f"><feConvolveMatrix order="300" kernelMatrix="1"/></filter><rect filter="url(#f)" width="9" height="9"/>"#
         #expect(Self.error(Self.svg(convolve))?.reason == .unsupported)
-        let blurs = #"<filter id="f">"# + String(repeating: #"<feGaussianBlur stdDeviation="50"/>"#, count: 400) + "</filter>"
+        let blurs =
+            #"<filter id="f">"# + String(repeating: #"<feGaussianBlur stdDeviation="50"/>"#, count: 400) + "</filter>"
         #expect(Self.error(Self.svg(blurs + #"<rect filter="url(#f)" width="9" height="9"/>"#))?.reason == .unsupported)
         let filtered =
             #"<filter id="f"><feGaussianBlur stdDeviation="5"/></filter>"#
             + String(repeating: #"<rect filter="url(#f)" width="9" height="9"/>"#, count: 3_000)
         #expect(Self.error(Self.svg(filtered))?.reason == .unsupported)
         let stops =
-            #"<linearGradient id="g">"# + String(repeating: #"<stop offset="0.5"/>"#, count: 200_000) + "</linearGradient>"
+            #"<linearGradient id="g">"# + String(repeating: #"<stop offset="0.5"/>"#, count: 200_000)
+            + "</linearGradient>"
         #expect(Self.error(Self.svg(stops))?.reason != nil)
     }
 

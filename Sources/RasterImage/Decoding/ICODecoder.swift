@@ -114,7 +114,8 @@ enum ICODecoder: FormatDecoder {
         guard decoded.width == entry.width, decoded.height == entry.height else {
             throw ImageDecodingError(
                 .corrupt, format: .ico,
-                message: "an image is \(decoded.width)x\(decoded.height), its entry says \(entry.width)x\(entry.height)")
+                message: "an image is \(decoded.width)x\(decoded.height), its entry says \(entry.width)x\(entry.height)"
+            )
         }
         return RasterImage(
             validatedWidth: decoded.width, height: decoded.height, bytesPerRow: decoded.bytesPerRow,
@@ -138,7 +139,8 @@ enum ICODecoder: FormatDecoder {
         // Checked before any pixel is read: the work is the directory's size for it.
         guard Int(width) == entry.width, height == entry.height else {
             throw ImageDecodingError(
-                .corrupt, format: .ico, message: "a bitmap is \(width)x\(height), its entry says \(entry.width)x\(entry.height)")
+                .corrupt, format: .ico,
+                message: "a bitmap is \(width)x\(height), its entry says \(entry.width)x\(entry.height)")
         }
         try limits.check(width: Int(width), height: height, format: .ico)
         let paletteEntries = bits <= 8 ? (colorsUsed == 0 ? 1 << Int(bits) : Int(colorsUsed)) : 0

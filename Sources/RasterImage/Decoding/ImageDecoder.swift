@@ -203,8 +203,10 @@ public struct ImageDecoder: ImageDecoding {
             try source.withReader(limits: limits) { reader in
                 // A binary signature from the first bytes; SVG's root element may come later.
                 let leading = reader.bytes(at: 0, count: ImageFormat.sniffLength)
-                let sniffed = ImageFormat.sniff(leading) ?? (SVGSniffer.mayBeMarkup(leading)
-                    ? ImageFormat.sniff(reader.bytes(at: 0, count: ImageFormat.svgCheckLength)) : nil)
+                let sniffed =
+                    ImageFormat.sniff(leading)
+                    ?? (SVGSniffer.mayBeMarkup(leading)
+                        ? ImageFormat.sniff(reader.bytes(at: 0, count: ImageFormat.svgCheckLength)) : nil)
                 guard let format = sniffed else {
                     throw ImageDecodingError(.unrecognizedFormat)
                 }

@@ -21,7 +21,8 @@ enum LibjxlDiagnostics {
         } catch let error as ImageDecodingError {
             guard let cause = cause(in: capture) else { throw error }
             throw ImageDecodingError(
-                error.reason, format: error.format, message: [error.message, cause].compactMap { $0 }.joined(separator: ": "))
+                error.reason, format: error.format,
+                message: [error.message, cause].compactMap { $0 }.joined(separator: ": "))
         }
     }
 

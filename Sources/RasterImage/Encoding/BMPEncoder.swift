@@ -22,7 +22,8 @@ public struct BMPEncoder: Sendable, Hashable {
         guard let imageBytes = Checked.multiply(rowBytes, height), let total = Checked.add(offset, imageBytes),
             total <= Int(UInt32.max)
         else {
-            throw ImageEncodingError(.unsupportedImage, format: .bmp, message: "\(width)x\(height) is too large for BMP")
+            throw ImageEncodingError(
+                .unsupportedImage, format: .bmp, message: "\(width)x\(height) is too large for BMP")
         }
         func le16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF)] }
         func le32(_ value: Int) -> [UInt8] { le16(value & 0xFFFF) + le16(value >> 16 & 0xFFFF) }
@@ -43,7 +44,10 @@ public struct BMPEncoder: Sendable, Hashable {
             let row = y * straight.bytesPerRow
             for x in 0..<width {
                 let p = row + x * 4
-                bytes += alpha ? [pixels[p + 2], pixels[p + 1], pixels[p], pixels[p + 3]] : [pixels[p + 2], pixels[p + 1], pixels[p]]
+                bytes +=
+                    alpha
+                    ? [pixels[p + 2], pixels[p + 1], pixels[p], pixels[p + 3]]
+                    : [pixels[p + 2], pixels[p + 1], pixels[p]]
             }
             bytes += padding
         }

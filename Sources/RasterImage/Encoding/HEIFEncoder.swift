@@ -45,7 +45,8 @@ public struct HEIFEncoder: Sendable, Hashable {
         try ImageEncodingError.checkFrame(frame, of: image, format: .heif)
         // HEVC's level limits, and x265's: sides of at least 2 (4:2:0) and at most 16384.
         guard (1...16_384).contains(image.width), (1...16_384).contains(image.height) else {
-            throw ImageEncodingError(.unsupportedImage, format: .heif, message: "HEVC is limited to 16384 pixels a side")
+            throw ImageEncodingError(
+                .unsupportedImage, format: .heif, message: "HEVC is limited to 16384 pixels a side")
         }
         let straight = image.straightAlpha()
         func check(_ error: heif_error, _ what: String) throws(ImageEncodingError) {

@@ -38,7 +38,9 @@ public struct TIFFEncoder: Sendable, Hashable {
         // Layout: header, the strip, the values too large for an entry, the directory.
         var entries: [(tag: Int, type: Int, count: Int, value: [UInt8])] = []
         func short(_ values: [Int]) -> [UInt8] { values.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8 & 0xFF)] } }
-        func long(_ values: [Int]) -> [UInt8] { values.flatMap { v in (0..<4).map { UInt8(truncatingIfNeeded: v >> ($0 * 8)) } } }
+        func long(_ values: [Int]) -> [UInt8] {
+            values.flatMap { v in (0..<4).map { UInt8(truncatingIfNeeded: v >> ($0 * 8)) } }
+        }
         let stripOffset = 8
         entries.append((256, 4, 1, long([width])))
         entries.append((257, 4, 1, long([height])))
@@ -70,7 +72,8 @@ public struct TIFFEncoder: Sendable, Hashable {
             }
         }
         guard output.count + 2 + entries.count * 12 + 4 <= Int(UInt32.max) else {
-            throw ImageEncodingError(.unsupportedImage, format: .tiff, message: "\(width)x\(height) is too large for TIFF")
+            throw ImageEncodingError(
+                .unsupportedImage, format: .tiff, message: "\(width)x\(height) is too large for TIFF")
         }
         output.replaceSubrange(4..<8, with: long([output.count]))
         output += short([entries.count])

@@ -18,7 +18,8 @@ enum SVGDecoder: FormatDecoder {
         guard reader.size <= limits.svg.maxBytes else {
             throw ImageDecodingError(.tooManyBytes(bytes: reader.size, limit: limits.svg.maxBytes), format: .svg)
         }
-        return try SVGSanitizer(limits: limits.svg, decodingLimits: limits).sanitize(reader.bytes(at: 0, count: reader.size))
+        return try SVGSanitizer(limits: limits.svg, decodingLimits: limits).sanitize(
+            reader.bytes(at: 0, count: reader.size))
     }
 
     /// The size a document is drawn at: its intrinsic size in whole pixels (at least
@@ -57,11 +58,13 @@ enum SVGDecoder: FormatDecoder {
     static func thumbnail(_ reader: ByteReader, _ request: ThumbnailRequest) throws -> RasterImage {
         let document = try sanitized(reader, limits: request.limits)
         let size = pixelSize(document, limits: request.limits)
-        let options = try request.options(ImageInfo(format: .svg, width: size.width, height: size.height, hasAlpha: true))
+        let options = try request.options(
+            ImageInfo(format: .svg, width: size.width, height: size.height, hasAlpha: true))
         let geometry = try ThumbnailGeometry(
             sourceWidth: size.width, sourceHeight: size.height, orientation: .up, options: options)
         let image = try render(
-            document, width: max(1, geometry.scaledWidth), height: max(1, geometry.scaledHeight), limits: options.limits)
+            document, width: max(1, geometry.scaledWidth), height: max(1, geometry.scaledHeight), limits: options.limits
+        )
         return try image.thumbnail(options: options)
     }
 
@@ -87,9 +90,11 @@ enum SVGDecoder: FormatDecoder {
         var message = [CChar](repeating: 0, count: 256)
         var failed = false
         let bgra = try PixelBuffer.make(count: pixels * 4) { base in
-            failed = document.bytes.withUnsafeBufferPointer { data in
-                csvg_render(data.baseAddress, data.count, Int32(width), Int32(height), base, &message, message.count)
-            } != 0
+            failed =
+                document.bytes.withUnsafeBufferPointer { data in
+                    csvg_render(
+                        data.baseAddress, data.count, Int32(width), Int32(height), base, &message, message.count)
+                } != 0
         }
         if failed {
             let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -55,7 +55,9 @@ struct SVGDocument {
             self.limits = limits
         }
 
-        func fail(_ message: String) -> ImageDecodingError { ImageDecodingError(.corrupt, format: .svg, message: message) }
+        func fail(_ message: String) -> ImageDecodingError {
+            ImageDecodingError(.corrupt, format: .svg, message: message)
+        }
         func unsupported(_ message: String) -> ImageDecodingError {
             ImageDecodingError(.unsupported, format: .svg, message: message)
         }
@@ -94,11 +96,15 @@ struct SVGDocument {
                 if starts("<?") {
                     guard let end = find("?>") else { throw fail("an unterminated processing instruction") }
                     if starts("<?xml ") || starts("<?xml\t") || starts("<?xml\n") {
-                        let declaration = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[at..<end]), as: UTF8.self)
-                            .lowercased()
+                        let declaration = String(
+                            decoding: UnsafeRawBufferPointer(rebasing: bytes[at..<end]), as: UTF8.self
+                        )
+                        .lowercased()
                         if let range = declaration.range(of: "encoding") {
-                            let value = declaration[range.upperBound...].drop { $0 == " " || $0 == "=" || $0 == "\"" || $0 == "'" }
-                                .prefix { $0 != "\"" && $0 != "'" }
+                            let value = declaration[range.upperBound...].drop {
+                                $0 == " " || $0 == "=" || $0 == "\"" || $0 == "'"
+                            }
+                            .prefix { $0 != "\"" && $0 != "'" }
                             guard ["utf-8", "utf8", "us-ascii", "ascii"].contains(String(value)) else {
                                 throw unsupported("the encoding \(value)")
                             }
@@ -124,7 +130,11 @@ struct SVGDocument {
         mutating func doctype() throws(ImageDecodingError) {
             at += 9
             while at < bytes.count && bytes[at] != UInt8(ascii: "[") && bytes[at] != UInt8(ascii: ">") {
-                if bytes[at] == UInt8(ascii: "\"") || bytes[at] == UInt8(ascii: "'") { try skipQuoted() } else { at += 1 }
+                if bytes[at] == UInt8(ascii: "\"") || bytes[at] == UInt8(ascii: "'") {
+                    try skipQuoted()
+                } else {
+                    at += 1
+                }
             }
             guard at < bytes.count else { throw fail("an unterminated document type") }
             if bytes[at] == UInt8(ascii: "[") {
@@ -193,7 +203,11 @@ struct SVGDocument {
             }
             // An external entity is left undeclared: a reference to it is an error.
             while at < bytes.count && bytes[at] != UInt8(ascii: ">") {
-                if bytes[at] == UInt8(ascii: "\"") || bytes[at] == UInt8(ascii: "'") { try skipQuoted() } else { at += 1 }
+                if bytes[at] == UInt8(ascii: "\"") || bytes[at] == UInt8(ascii: "'") {
+                    try skipQuoted()
+                } else {
+                    at += 1
+                }
             }
             at += 1
         }

@@ -101,7 +101,9 @@ struct SVGSanitizer {
         }
         switch local {
         case "filter":
-            let primitives = element.children.count { if case .element(let child) = $0 { child.localName.hasPrefix("fe") } else { false } }
+            let primitives = element.children.count {
+                if case .element(let child) = $0 { child.localName.hasPrefix("fe") } else { false }
+            }
             state.largestFilter = max(state.largestFilter, primitives)
         case "feConvolveMatrix":
             let order = (element.attribute("order") ?? "3").split { $0 == " " || $0 == "," }.compactMap { Double($0) }
@@ -156,7 +158,8 @@ struct SVGSanitizer {
     }
 
     /// The attribute as kept, or `nil` when it goes.
-    private func cleanAttribute(_ attribute: (name: String, value: String), of element: Substring) throws(ImageDecodingError)
+    private func cleanAttribute(_ attribute: (name: String, value: String), of element: Substring)
+        throws(ImageDecodingError)
         -> (name: String, value: String)?
     {
         let local = attribute.name.split(separator: ":", maxSplits: 1).last ?? Substring(attribute.name)
@@ -232,7 +235,9 @@ struct SVGSanitizer {
             var total = 1
             for child in element.children {
                 if case .element(let inner) = child { total += try size(inner, depth: depth + 1) }
-                guard total <= limits.maxElements else { throw refuse("more than \(limits.maxElements) elements in use") }
+                guard total <= limits.maxElements else {
+                    throw refuse("more than \(limits.maxElements) elements in use")
+                }
             }
             if element.localName == "use", let href = element.attribute("href"), href.hasPrefix("#"),
                 let target = state.ids[String(href.dropFirst())]
@@ -254,7 +259,9 @@ struct SVGSanitizer {
         let box = root.attribute("viewBox")?.split { $0 == " " || $0 == "," || $0 == "\n" || $0 == "\t" }
             .compactMap { Double($0) }
         let viewBox: (Double, Double)? =
-            box.flatMap { $0.count == 4 && $0[2] > 0 && $0[3] > 0 && $0[2].isFinite && $0[3].isFinite ? ($0[2], $0[3]) : nil }
+            box.flatMap {
+                $0.count == 4 && $0[2] > 0 && $0[3] > 0 && $0[2].isFinite && $0[3].isFinite ? ($0[2], $0[3]) : nil
+            }
         var width = root.attribute("width").flatMap(length)
         var height = root.attribute("height").flatMap(length)
         switch (width, height, viewBox) {
