@@ -301,12 +301,14 @@ struct SVGSanitizer {
             escape(value, attribute: true, into: &output)
             output.append(UInt8(ascii: "\""))
         }
-        guard !element.children.isEmpty else {
+        // Empty text is no content: `<style></style>` and `<style/>` read back the same.
+        let children = element.children.filter { if case .text(let text) = $0 { !text.isEmpty } else { true } }
+        guard !children.isEmpty else {
             output += "/>".utf8
             return
         }
         output.append(UInt8(ascii: ">"))
-        for child in element.children {
+        for child in children {
             switch child {
             case .text(let text): escape(text, attribute: false, into: &output)
             case .element(let inner): write(inner, into: &output)
