@@ -19,7 +19,9 @@ Method, after imgproxy's image-servers-benchmark:
   requests  fit into 512x512: JPEG sources to JPEG q80, PNG sources to PNG; also JPEG
             sources to WebP q75 and to AVIF q60, and HEIC and AVIF sources (the first 20
             JPEGs coded by heif-enc -q 80 and avifenc -s 6, in DIR/inputs/heic and /avif)
-            to JPEG q80, a typical effects URL (PNG sources filled to 512x512, sharpened,
+            to JPEG q80, JPEG sources to HEIC q50 (x265), SVG sources (20 drawings of a few
+            hundred shapes and gradients, DIR/inputs/svg) rasterised to PNG and passed
+            through sanitised as SVG, a typical effects URL (PNG sources filled to 512x512, sharpened,
             flattened on white, as JPEG) and an animated GIF (24 frames of 480x360) to an
             animated WebP fitting 256x256 (imageloader only: thumbor 7.8's PIL engine is its
             peer for JPEG and PNG); wrk with 2 and 16 connections, a Lua script writing a
@@ -62,7 +64,7 @@ CORES = os.cpu_count() or 2
 MODERN_SOURCES = 20
 # Outputs from JPEG sources (and PNG from PNG), then HEIC and AVIF sources to JPEG, then a
 # typical effects URL (fill, sharpen, background) and an animated GIF to animated WebP.
-FORMATS = ("jpeg", "png", "webp", "avif", "heic>jpeg", "avif>jpeg", "effects", "gif>webp")
+FORMATS = ("jpeg", "png", "webp", "avif", "heic", "heic>jpeg", "avif>jpeg", "svg>png", "svg", "effects", "gif>webp")
 
 
 def sh(command, **kwargs):
@@ -124,6 +126,32 @@ def make_inputs(directory, count):
             subprocess.run([c.replace("{out}", tmp).replace("{src}", src) for c in command], check=True,
                            capture_output=True)
             os.rename(tmp, out)
+
+
+def make_svgs(directory, count):
+    """count SVG drawings: a few hundred circles, paths and gradient-filled rectangles each."""
+    os.makedirs(os.path.join(directory, "svg"), exist_ok=True)
+    for i in range(count):
+        out = os.path.join(directory, "svg", f"p{i:03d}.svg")
+        if os.path.exists(out):
+            continue
+        shapes = []
+        for k in range(300):
+            x, y, r = (37 * k + 11 * i) % 1600, (53 * k + 7 * i) % 1200, 10 + (k * 13 + i) % 60
+            colour = f"#{(k * 40503 + i * 977) % 0xFFFFFF:06x}"
+            if k % 3 == 0:
+                shapes.append(f'<circle cx="{x}" cy="{y}" r="{r}" fill="{colour}" fill-opacity="0.7"/>')
+            elif k % 3 == 1:
+                shapes.append(f'<rect x="{x}" y="{y}" width="{2 * r}" height="{r}" fill="url(#g{k % 4})"/>')
+            else:
+                shapes.append(f'<path d="M{x},{y} q{r},{-r} {2 * r},0 t{2 * r},0" stroke="{colour}" '
+                              f'stroke-width="4" fill="none"/>')
+        gradients = "".join(
+            f'<linearGradient id="g{g}" x2="1" y2="1"><stop offset="0" stop-color="#{(g * 3355443) % 0xFFFFFF:06x}"/>'
+            f'<stop offset="1" stop-color="#{(g * 1118481 + 4473924) % 0xFFFFFF:06x}"/></linearGradient>' for g in range(4))
+        with open(out, "w") as handle:
+            handle.write(f'<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="1600" height="1200" '
+                         f'viewBox="0 0 1600 1200"><defs>{gradients}</defs>{"".join(shapes)}</svg>\n')
 
 
 def make_animation(directory):
@@ -369,12 +397,13 @@ def main():
                 sh(["apt-get", "install", "-y", "-q", package])
     inputs = os.path.join(work, "inputs")
     make_inputs(inputs, args.photos)
+    make_svgs(inputs, min(args.photos, MODERN_SOURCES))
     connections = [int(c) for c in args.connections.split(",")]
 
     origin_port = free_port()
     animation = make_animation(inputs)
     origin = start_nginx(work, origin_port,
-                         f"location ~ ^/(jpeg|png|heic|avif)/\\d+/(p\\d+\\.(jpg|png|heic|avif))$ {{ alias {inputs}/$1/$2; }}\n"
+                         f"location ~ ^/(jpeg|png|heic|avif|svg)/\\d+/(p\\d+\\.(jpg|png|heic|avif|svg))$ {{ alias {inputs}/$1/$2; }}\n"
                          f"location ~ ^/anim/\\d+/a\\.gif$ {{ alias {animation}; }}")
     wait_for(f"http://127.0.0.1:{origin_port}/jpeg/0/p000.jpg")
     src = f"http://127.0.0.1:{origin_port}"
@@ -384,7 +413,10 @@ def main():
         ("imageloader", "png"): f"/insecure/rs:fit:512:512/plain/{src}/png/{{K}}/p{{I}}.png@png",
         ("imageloader", "webp"): f"/insecure/rs:fit:512:512/q:75/plain/{src}/jpeg/{{K}}/p{{I}}.jpg@webp",
         ("imageloader", "avif"): f"/insecure/rs:fit:512:512/q:60/plain/{src}/jpeg/{{K}}/p{{I}}.jpg@avif",
+        ("imageloader", "heic"): f"/insecure/rs:fit:512:512/q:50/plain/{src}/jpeg/{{K}}/p{{I}}.jpg@heic",
         ("imageloader", "heic>jpeg"): f"/insecure/rs:fit:512:512/q:80/plain/{src}/heic/{{K}}/p{{I}}.heic@jpg",
+        ("imageloader", "svg>png"): f"/insecure/rs:fit:512:512/plain/{src}/svg/{{K}}/p{{I}}.svg@png",
+        ("imageloader", "svg"): f"/insecure/plain/{src}/svg/{{K}}/p{{I}}.svg",
         ("imageloader", "avif>jpeg"): f"/insecure/rs:fit:512:512/q:80/plain/{src}/avif/{{K}}/p{{I}}.avif@jpg",
         ("imageloader", "effects"):
             f"/insecure/rs:fill:512:512/sh:0.5/bg:ffffff/q:80/plain/{src}/png/{{K}}/p{{I}}.png@jpg",
@@ -414,7 +446,8 @@ def main():
                     for fmt in formats:
                         if (name, fmt) not in patterns:
                             continue
-                        count = 1 if fmt == "gif>webp" else min(args.photos, MODERN_SOURCES) if ">" in fmt else args.photos
+                        count = (1 if fmt == "gif>webp" else min(args.photos, MODERN_SOURCES)
+                                 if ">" in fmt or fmt == "svg" else args.photos)
                         for c in connections:
                             r = wrk(f"http://127.0.0.1:{port}", patterns[(name, fmt)], count, c,
                                     args.duration, work, f"{name}-{fmt}-{c}")

@@ -137,7 +137,6 @@ extension ProcessingOptions.Format {
         case .bmp: self = .bmp
         case .tiff: self = .tiff
         case .svg: self = .svg
-        default: return nil
         }
     }
 

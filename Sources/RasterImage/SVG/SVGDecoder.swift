@@ -89,7 +89,7 @@ enum SVGDecoder: FormatDecoder {
         }
         var message = [CChar](repeating: 0, count: 256)
         var failed = false
-        let bgra = try PixelBuffer.make(count: pixels * 4) { base in
+        let bgra = PixelBuffer.make(count: pixels * 4) { base in
             failed =
                 document.bytes.withUnsafeBufferPointer { data in
                     csvg_render(

@@ -11,8 +11,9 @@ enum SVGSniffer {
     }
 
     static func isSVG(_ collection: some Collection<UInt8>) -> Bool {
+        // Binary data is told apart by its first bytes, before any copy of the rest.
+        guard mayBeMarkup(Array(collection.prefix(64))) else { return false }
         let bytes = Array(collection)
-        guard mayBeMarkup(bytes) else { return false }
         var index = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         func starts(_ text: String) -> Bool {
             let pattern = Array(text.utf8)
