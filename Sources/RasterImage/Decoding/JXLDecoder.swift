@@ -20,7 +20,7 @@ enum JXLDecoder: FormatDecoder {
     static let format = ImageFormat.jxl
 
     static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
-        try LibjxlDiagnostics.capturing {
+        try LibjxlDiagnostics.decoding {
             try reader.withContiguousBytes { bytes in try info(bytes, limits: limits) }
         }
     }
@@ -49,7 +49,7 @@ enum JXLDecoder: FormatDecoder {
     }
 
     static func decode(_ reader: ByteReader, options: DecodingOptions) throws -> RasterImage {
-        try LibjxlDiagnostics.capturing {
+        try LibjxlDiagnostics.decoding {
             try reader.withContiguousBytes { bytes in
                 try decode(bytes, limits: options.limits, frames: options.frames, progressive: false)
             }
@@ -57,7 +57,7 @@ enum JXLDecoder: FormatDecoder {
     }
 
     static func thumbnail(_ reader: ByteReader, _ request: ThumbnailRequest) throws -> RasterImage {
-        try LibjxlDiagnostics.capturing { try shrinkingThumbnail(reader, request) }
+        try LibjxlDiagnostics.decoding { try shrinkingThumbnail(reader, request) }
     }
 
     private static func shrinkingThumbnail(_ reader: ByteReader, _ request: ThumbnailRequest) throws -> RasterImage {

@@ -6,28 +6,24 @@ import CJXL
 /// a capture is active (see `cjxl_capture` in CJXL.h), and the first of them, the
 /// deepest cause, joins the typed error. Other threads' output is never touched.
 enum LibjxlDiagnostics {
-    /// Runs `body` with libjxl's traces on this thread captured; an error it throws
-    /// carries libjxl's own first line as its cause.
-    static func capturing<T>(_ body: () throws -> T) throws -> T {
-        let capture = UnsafeMutablePointer<cjxl_capture>.allocate(capacity: 1)
-        capture.initialize(to: cjxl_capture())
-        let previous = cjxl_capture_begin(capture)
-        defer {
-            cjxl_capture_end(previous)
-            capture.deallocate()
-        }
-        do {
-            return try body()
-        } catch let error as ImageDecodingError {
-            guard let cause = cause(in: capture) else { throw error }
-            throw ImageDecodingError(
-                error.reason, format: error.format,
-                message: [error.message, cause].compactMap { $0 }.joined(separator: ": "))
+    /// Runs `body` with libjxl's traces on this thread captured; a decoding error it
+    /// throws carries libjxl's own first line as its cause.
+    static func decoding<T>(_ body: () throws -> T) throws -> T {
+        try capturing(body) { error, cause in
+            guard let error = error as? ImageDecodingError else { return error }
+            let message = [error.message, cause].compactMap { $0 }.joined(separator: ": ")
+            return ImageDecodingError(error.reason, format: error.format, message: message)
         }
     }
 
     /// The encoder's form: the same capture, its typed error annotated alike.
-    static func capturing<T>(_ body: () throws(ImageEncodingError) -> T) throws(ImageEncodingError) -> T {
+    static func encoding<T>(_ body: () throws(ImageEncodingError) -> T) throws(ImageEncodingError) -> T {
+        try capturing(body) { error, cause in
+            ImageEncodingError(error.reason, format: error.format, message: "\(error.message): \(cause)")
+        }
+    }
+
+    private static func capturing<T, E: Error>(_ body: () throws(E) -> T, annotate: (E, String) -> E) throws(E) -> T {
         let capture = UnsafeMutablePointer<cjxl_capture>.allocate(capacity: 1)
         capture.initialize(to: cjxl_capture())
         let previous = cjxl_capture_begin(capture)
@@ -39,7 +35,7 @@ enum LibjxlDiagnostics {
             return try body()
         } catch {
             guard let cause = cause(in: capture) else { throw error }
-            throw ImageEncodingError(error.reason, format: error.format, message: "\(error.message): \(cause)")
+            throw annotate(error, cause)
         }
     }
 

@@ -53,7 +53,7 @@ public struct JXLEncoder: Sendable, Hashable {
 
     /// Encodes frame `frame` of `image`.
     public func encode(_ image: RasterImage, frame: Int = 0) throws(ImageEncodingError) -> [UInt8] {
-        try LibjxlDiagnostics.capturing { () throws(ImageEncodingError) -> [UInt8] in
+        try LibjxlDiagnostics.encoding { () throws(ImageEncodingError) -> [UInt8] in
             try encodeFrame(image, frame: frame)
         }
     }

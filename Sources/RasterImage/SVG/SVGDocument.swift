@@ -9,21 +9,28 @@
 struct SVGDocument {
     /// One element: its qualified name, attributes in document order, and children.
     final class Element {
-        var name: String
+        let name: String
+        /// The name without its namespace prefix.
+        let localName: Substring
         var attributes: [(name: String, value: String)]
         var children: [Node] = []
 
         init(name: String, attributes: [(name: String, value: String)]) {
             self.name = name
+            self.localName = SVGDocument.localName(name)
             self.attributes = attributes
         }
 
-        /// The name without its namespace prefix.
-        var localName: Substring { name.split(separator: ":", maxSplits: 1).last ?? Substring(name) }
-
+        /// The value of the attribute whose local name is `local` (`href` finds `xlink:href`).
         func attribute(_ local: String) -> String? {
-            attributes.first { $0.name == local || $0.name.hasSuffix(":" + local) }?.value
+            attributes.first { $0.name == local || SVGDocument.localName($0.name) == local }?.value
         }
+    }
+
+    /// A qualified name without its namespace prefix.
+    static func localName(_ name: String) -> Substring {
+        guard let colon = name.utf8.firstIndex(of: UInt8(ascii: ":")) else { return Substring(name) }
+        return name[name.index(after: colon)...]
     }
 
     enum Node {

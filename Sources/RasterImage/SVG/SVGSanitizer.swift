@@ -162,8 +162,10 @@ struct SVGSanitizer {
         throws(ImageDecodingError)
         -> (name: String, value: String)?
     {
-        let local = attribute.name.split(separator: ":", maxSplits: 1).last ?? Substring(attribute.name)
-        if local.lowercased().hasPrefix("on") || attribute.name == "xml:base" { return nil }
+        let local = SVGDocument.localName(attribute.name)
+        let lead = Array(local.utf8.prefix(2))
+        if lead.count == 2 && lead[0] | 0x20 == UInt8(ascii: "o") && lead[1] | 0x20 == UInt8(ascii: "n") { return nil }
+        if attribute.name == "xml:base" { return nil }
         if local == "href" {
             let target = attribute.value.trimmingCharacters(in: .whitespacesAndNewlines)
             if target.hasPrefix("#") { return attribute }
@@ -177,7 +179,7 @@ struct SVGSanitizer {
                 return nil
             }
         }
-        if attribute.value.contains("url(") || attribute.value.contains("@import") {
+        if SVGSanitizer.mayReachOut(attribute.value) {
             let cleaned = SVGSanitizer.cleanStyleSheet(attribute.value)
             return cleaned.isEmpty ? nil : (attribute.name, cleaned)
         }
@@ -197,6 +199,20 @@ struct SVGSanitizer {
             return false
         }
         return info.frameCount == 1
+    }
+
+    /// Whether `text` holds a `url(` or an `@import` (in any case), found without a copy.
+    static func mayReachOut(_ text: String) -> Bool {
+        var previous: (UInt8, UInt8, UInt8) = (0, 0, 0)
+        for byte in text.utf8 {
+            let lower = byte | 0x20
+            if byte == UInt8(ascii: "(") && previous == (UInt8(ascii: "u"), UInt8(ascii: "r"), UInt8(ascii: "l")) {
+                return true
+            }
+            if byte == UInt8(ascii: "@") { return true }
+            previous = (previous.1, previous.2, lower)
+        }
+        return false
     }
 
     /// A style sheet (or a style attribute's declarations) without `@import` rules and
