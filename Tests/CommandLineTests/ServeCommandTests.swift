@@ -91,6 +91,31 @@ struct ServeCommandTests {
         }
     }
 
+    @Test("damaged JPEG XL and hostile SVG sources: typed answers, and nothing of libjxl's on the service's output")
+    func damagedSources() async throws {
+        try await Command.withTemporaryDirectory { directory in
+            let source = [UInt8](
+                try Data(
+                    contentsOf: Command.repository.appendingPathComponent(
+                        "Fixtures/modern/conformance/jxl-lz77_flower.jxl")))
+            var flipped = source
+            for index in source.count / 2..<source.count / 2 + 16 { flipped[index] ^= 0xFF }
+            try Data(flipped).write(to: directory.appendingPathComponent("flipped.jxl"))
+            try Data(source.prefix(source.count / 3)).write(to: directory.appendingPathComponent("cut.jxl"))
+            let bomb =
+                "<!DOCTYPE svg [<!ENTITY a \"a\"><!ENTITY b \"&a;&a;\">]><svg xmlns=\"http://www.w3.org/2000/svg\"/>"
+            try Data(bomb.utf8).write(to: directory.appendingPathComponent("bomb.svg"))
+            try await serving(["--allow-unsigned", "--local-root", directory.path]) { server in
+                for name in ["flipped.jxl", "cut.jxl", "bomb.svg"] {
+                    let answer = try await server.get("/insecure/w:50/plain/local:///\(name)@png")
+                    #expect(answer.status == 422, "\(name)")
+                }
+                #expect(
+                    !server.printed.contains("JXL_FAILURE") && !server.printed.contains(".cc:"), "\(server.printed)")
+            }
+        }
+    }
+
     @Test(
         "URLs with every kind of option, made by the imgproxy package from PyPI, are served at the sizes imgproxy gives"
     )
