@@ -30,6 +30,35 @@ struct ConcurrentDecodingTests {
         }
     }
 
+    @Test("SVG documents with text, gradients and filters render alike on many threads at once")
+    func parallelSVG() async throws {
+        // librsvg, cairo, pango and fontconfig, each thread with its own handle.
+        let text = Array(
+            ("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"160\" height=\"60\">"
+                + "<filter id=\"b\"><feGaussianBlur stdDeviation=\"2\"/></filter>"
+                + "<rect width=\"160\" height=\"60\" fill=\"#36c\" filter=\"url(#b)\"/>"
+                + "<text x=\"8\" y=\"40\" font-family=\"DejaVu Sans\" font-size=\"28\" fill=\"#fff\">Thumbs 42</text></svg>")
+                .utf8)
+        let documents =
+            [text] + ["gradients", "shapes", "opacity-clip-mask"].map { Fixtures.bytes("formats/\($0).svg") }
+        let decoder = ImageDecoder()
+        let sequential = try documents.map { try decoder.decode(.bytes($0)) }
+        let parallel = try await withThrowingTaskGroup(of: (Int, RasterImage).self) { group in
+            for _ in 0..<8 {
+                for (index, document) in documents.enumerated() {
+                    group.addTask { (index, try decoder.decode(.bytes(document))) }
+                }
+            }
+            var results: [(Int, RasterImage)] = []
+            for try await result in group { results.append(result) }
+            return results
+        }
+        #expect(parallel.count == documents.count * 8)
+        for (index, image) in parallel { #expect(image == sequential[index], "document \(index)") }
+        // The text was drawn: white pixels where the words are.
+        #expect(sequential[0].pixels.enumerated().contains { $0.offset % 4 == 0 && $0.element > 240 })
+    }
+
     @Test("hostile inputs fail the same way in parallel")
     func parallelFailures() async {
         let names = ["png-30000x30000.png", "jpeg-50000x50000.jpg", "gif-65535x65535.gif", "tiff-absurd-strips.tif"]
