@@ -73,6 +73,9 @@ package final class WorkScheduler: Sendable {
     /// How many wait for a slot now (a service's queue depth).
     package var waiting: Int { state.withLock { $0.waiters.count } }
 
+    /// How many hold a slot now.
+    package var running: Int { state.withLock { $0.running } }
+
     private func acquire(_ handle: PriorityHandle) async throws {
         // The arrival number orders the queue, names the waiter for its cancellation,
         // and is its token with the handle.

@@ -394,12 +394,17 @@ public final class ImageService: Service, Sendable {
     /// Runs `body` once it may start (fetch, then wait for one of the loader's decoding
     /// threads, then process): waits in the queue, or fails at once with 429 when it is full.
     /// The queue-depth gauge is set when a request arrives, when it leaves the queue and
-    /// when it ends (served, refused or cancelled), so it falls back to 0 as the queue drains.
+    /// when it ends (served, refused or cancelled), so it falls back to 0 as the queue
+    /// drains; the active gauge when it takes its place and when it has given it back.
     func admitted<T: Sendable>(_ priority: PriorityHandle, _ body: () async throws -> T) async throws -> T {
         metrics.queue(admission.waiting)
-        defer { metrics.queue(admission.waiting) }
+        defer {
+            metrics.queue(admission.waiting)
+            metrics.active(admission.running)
+        }
         return try await ImageService.run(in: admission, priority) {
             metrics.queue(admission.waiting)
+            metrics.active(admission.running)
             return try await body()
         }
     }

@@ -5,12 +5,13 @@ import RasterImage
 
 /// The service's figures, through swift-metrics (a Prometheus registry in
 /// `imageloader serve`): requests by status, processing and source-fetch durations,
-/// the queue's depth, cache hits by tier, sources by where they came from, bytes sent.
+/// the queue's depth and the requests holding a worker's place, cache hits by tier, sources by where they came from, bytes sent.
 final class ServiceMetrics: Sendable {
     private let factory: any MetricsFactory
     private let processing: CoreMetrics.Timer
     private let fetching: CoreMetrics.Timer
     private let queueDepth: Gauge
+    private let active: Gauge
     private let bytesOut: Counter
     private let statuses = Lock([Int: Counter]())
     private let tiers = Lock([String: Counter]())
@@ -22,6 +23,7 @@ final class ServiceMetrics: Sendable {
         processing = Timer(label: "imageservice_processing_seconds", factory: factory)
         fetching = Timer(label: "imageservice_source_fetch_seconds", factory: factory)
         queueDepth = Gauge(label: "imageservice_queue_depth", factory: factory)
+        active = Gauge(label: "imageservice_requests_active", factory: factory)
         bytesOut = Counter(label: "imageservice_response_bytes_total", factory: factory)
     }
 
@@ -62,6 +64,9 @@ final class ServiceMetrics: Sendable {
     }
 
     func queue(_ depth: Int) { queueDepth.record(depth) }
+
+    /// How many requests hold a place of the workers (fetching, decoding or processing).
+    func active(_ count: Int) { active.record(count) }
 
     func timingProcessing<T>(_ body: () async throws -> T) async rethrows -> T {
         try await timing(processing, body)

@@ -725,6 +725,12 @@ struct ServeCommandTests {
                 try await server.metric("imageservice_requests_total{status=\"499\"}") == 3
             }
             #expect(origin.count("/slow0.jpg") + origin.count("/slow1.jpg") + origin.count("/slow2.jpg") >= 2)
+            // ... gives their places back (the work they shared unwinds after the answer) ...
+            try await waitUntil("the departed requests gave their places back") {
+                let active = try await server.metric("imageservice_requests_active")
+                let queued = try await server.metric("imageservice_queue_depth")
+                return active == 0 && queued == 0
+            }
             // ... and their places are free: three more are all served, where a service still
             // working for the departed would refuse them with 503.
             let answers = try await withThrowingTaskGroup(of: Int.self) { group in
