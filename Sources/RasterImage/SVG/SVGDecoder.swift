@@ -116,9 +116,10 @@ enum SVGDecoder: FormatDecoder {
 }
 
 extension ImageDecoder {
-    /// The SVG document in `source` made safe to serve (``SVGSanitizer``'s rules: no
-    /// scripts, event attributes or external references, bounded by
-    /// ``DecodingLimits/svg``), as UTF-8 bytes; throws for what is not SVG or is refused.
+    /// The SVG document in `source` made safe to serve, as UTF-8 bytes: no scripts, event
+    /// attributes or external references, bounded by ``DecodingLimits/svg`` (the
+    /// "Formats, limits and errors" article lists every rule); throws for what is not
+    /// SVG or is refused.
     ///
     /// ```swift
     /// let safe = try ImageDecoder().sanitizedSVG(.bytes(upload))

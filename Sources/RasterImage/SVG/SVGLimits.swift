@@ -1,5 +1,5 @@
-/// Bounds on an SVG document, checked by ``SVGSanitizer`` before any renderer sees
-/// it. librsvg 2.54 (Debian 12's) bounds none of these itself: a quadratic entity
+/// Bounds on an SVG document, checked by the sanitiser every SVG goes through before
+/// any renderer sees it (see ``ImageDecoder/sanitizedSVG(_:)``). librsvg 2.54 (Debian 12's) bounds none of these itself: a quadratic entity
 /// blow-up takes gigabytes, a large `feConvolveMatrix` aborts the process, hundreds of
 /// chained filters exhaust memory, and thousands of filtered elements, a billion
 /// turbulence octaves or 200,000 gradient stops each take tens of seconds.
@@ -22,9 +22,11 @@ public struct SVGLimits: Sendable, Hashable {
     public var maxFilteredElements: Int = 200
     /// The largest `order` of an `feConvolveMatrix` (its work is order² per pixel).
     public var maxConvolveOrder: Int = 16
-    /// The largest `radius` of an `feMorphology` (its work is radius² per pixel), and
-    /// the most octaves of an `feTurbulence`: larger values are lowered to these.
+    /// The largest `radius` of an `feMorphology` (its work is radius² per pixel):
+    /// larger radii are lowered to it.
     public var maxMorphologyRadius: Double = 32
+    /// The most octaves of an `feTurbulence` (its work grows with each): more are
+    /// lowered to it.
     public var maxTurbulenceOctaves: Int = 8
     /// The most gradient stops in the document.
     public var maxGradientStops: Int = 2_000
