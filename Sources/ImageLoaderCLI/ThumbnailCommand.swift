@@ -13,7 +13,8 @@ struct ThumbnailCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The image file, or an http, https or file URL (loaded through the caches).")
+    @Argument(
+        help: "The image file, or an http, https or file URL (its thumbnail made and kept by the loader's caches).")
     var input: String
 
     @Option(help: "The box, in pixels: the longest side, or both sides with --fill.")
@@ -117,9 +118,16 @@ struct ThumbnailCommand: AsyncParsableCommand {
             encoded = try Input.naming(path) {
                 try ImageDecoder().encodedThumbnail(.file(path: path), options: options)
             }
-        case .url:
+        case .url where fullDecode:
             let image = try await Input(input).image(decoding: DecodingOptions(), loader: loader)
             encoded = try image.thumbnail(options: options).encodedKeepingAnimation(as: options.outputFormat)
+        case .url(let url):
+            // The loader's thumbnail: shrunk while decoding, kept in its caches (memory and
+            // disk, encoded), revalidated with the original's validators.
+            encoded = try await loader.withLoader { loader in
+                let loaded = try await loader.thumbnail(for: url, options: options)
+                return try loaded.encoded ?? loaded.image.encodedKeepingAnimation(as: options.outputFormat)
+            }
         }
         try Terminal.write(encoded.bytes, to: output)
     }

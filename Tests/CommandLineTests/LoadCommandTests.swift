@@ -28,6 +28,37 @@ struct LoadCommandTests {
         }
     }
 
+    @Test("thumbnail of a URL: the loader's, shrunk while decoding and kept on disk for the next run")
+    func thumbnailOfURL() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        let photo = TestAssets.bytes("jpeg-800x600.jpg")
+        origin.serve(
+            "/photo.jpg",
+            .init(headers: [("Content-Type", "image/jpeg"), ("ETag", "\"p\""), ("Cache-Control", "max-age=600")], body: photo))
+        try await Command.withTemporaryDirectory { directory in
+            let url = origin.url("/photo.jpg").absoluteString
+            let first = directory.appendingPathComponent("first.png").path
+            let second = directory.appendingPathComponent("second.png").path
+            let cache = ["--cache-dir", directory.appendingPathComponent("cache").path]
+            let made = try await Command.run(["thumbnail", url, "--size", "100", "-o", first] + cache)
+            #expect(made.status == 0, "\(made.stderr)")
+            // The loader's thumbnail is the library's, from the same bytes: shrink-on-load and all.
+            let expected = try ImageDecoder().thumbnail(.bytes(photo), options: ThumbnailOptions(maxPixelSize: 100))
+            let image = try ImageDecoder().decode(.file(path: first))
+            #expect(image.width == 100 && image.height == 75)
+            #expect(image.pixels == expected.pixels)
+            // The next run finds the thumbnail on disk: no request, the same bytes.
+            let again = try await Command.run(["thumbnail", url, "--size", "100", "-o", second] + cache)
+            #expect(again.status == 0, "\(again.stderr)")
+            #expect(origin.count("/photo.jpg") == 1)
+            #expect(FileManager.default.contents(atPath: first) == FileManager.default.contents(atPath: second))
+            let thumbnails = try FileManager.default.subpathsOfDirectory(
+                atPath: directory.appendingPathComponent("cache").path)
+            #expect(!thumbnails.isEmpty)
+        }
+    }
+
     @Test("runs share the disk cache: download, then disk, then a 304 once stale")
     func separateRuns() async throws {
         let origin = try await TestOrigin.start()
