@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// A file's size and modification time, as `stat` reports them.
 package struct FileStatus: Sendable, Equatable {

@@ -3,11 +3,7 @@
 // cancelled (see `Lock.suspend(register:onCancel:)`).
 import Synchronization
 
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// A value behind a pthread mutex: the package's one lock. Used instead of the standard
 /// library's `Synchronization.Mutex` because on Linux that one takes its lock in

@@ -4,11 +4,7 @@ import Synchronization
 // malloc's settings, libm) is in this target, behind small Swift functions; no other
 // target imports Glibc. System calls go through `System.call`, NIO's way: errno read at
 // once, EINTR retried, a failure thrown as a typed `SystemError`.
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// A system call that failed: which, on what, and its `errno`.
 package struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {

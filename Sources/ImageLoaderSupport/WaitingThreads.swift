@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Threads of their own for blocking calls that wait rather than compute (resolving a
 /// host name, reading a file), started as they are needed, up to a limit.

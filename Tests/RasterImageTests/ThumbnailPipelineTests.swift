@@ -26,15 +26,15 @@ struct ThumbnailPipelineTests {
         #expect((target.scaledWidth, target.scaledHeight) == (256, 171))
         // 6000 / 8 = 750 leaves 2.9x: the largest reduction libjpeg has.
         #expect(
-            ShrinkOnLoad.factor(width: 6000, height: 4000, target: target, mode: .quality, choices: [8, 4, 2]) == 8)
+            ShrinkFactor.choose(width: 6000, height: 4000, target: target, mode: .quality, choices: [8, 4, 2]) == 8)
         let near = try ThumbnailGeometry(
             sourceWidth: 1000, sourceHeight: 800, orientation: .up, options: ThumbnailOptions(maxPixelSize: 200))
         // 1000 / 4 = 250 is not twice 200; 1000 / 2 = 500 is.
-        #expect(ShrinkOnLoad.factor(width: 1000, height: 800, target: near, mode: .quality, choices: [8, 4, 2]) == 2)
-        #expect(ShrinkOnLoad.factor(width: 1000, height: 800, target: near, mode: .fastest, choices: [8, 4, 2]) == 4)
+        #expect(ShrinkFactor.choose(width: 1000, height: 800, target: near, mode: .quality, choices: [8, 4, 2]) == 2)
+        #expect(ShrinkFactor.choose(width: 1000, height: 800, target: near, mode: .fastest, choices: [8, 4, 2]) == 4)
         let larger = try ThumbnailGeometry(
             sourceWidth: 100, sourceHeight: 80, orientation: .up, options: ThumbnailOptions(maxPixelSize: 200))
-        #expect(ShrinkOnLoad.factor(width: 100, height: 80, target: larger, mode: .fastest, choices: [8, 4, 2]) == 1)
+        #expect(ShrinkFactor.choose(width: 100, height: 80, target: larger, mode: .fastest, choices: [8, 4, 2]) == 1)
     }
 
     @Test("the box is fitted to the upright image, and fill crops to it exactly")

@@ -74,7 +74,7 @@ enum JXLDecoder: FormatDecoder {
             let (width, height) = (Int(probe.basicInfo.xsize), Int(probe.basicInfo.ysize))
             let geometry = try ThumbnailGeometry(
                 sourceWidth: width, sourceHeight: height, orientation: probe.orientation, options: options)
-            let factor = ShrinkOnLoad.factor(
+            let factor = ShrinkFactor.choose(
                 width: width, height: height, target: geometry, mode: options.shrinkOnLoad, choices: [8])
             let image = try decode(bytes, limits: options.limits, frames: .first, progressive: factor == 8)
             return try image.thumbnail(options: options)

@@ -115,7 +115,7 @@ extension JPEGDecoder {
         let keepsCMYK =
             session.isCMYK
             && metadata.iccProfile.map { TransformCache.shared.transform(for: $0, model: cmykModel) != nil } ?? false
-        let denominator = ShrinkOnLoad.factor(
+        let denominator = ShrinkFactor.choose(
             width: width, height: height, target: geometry, mode: options.shrinkOnLoad, choices: [8, 4, 2])
         try session.start(scaleDenominator: denominator, keepingCMYK: keepsCMYK)
         let resizer = StreamingResizer(
@@ -249,7 +249,7 @@ extension WebPDecoder {
             if options.shrinkOnLoad == .fastest && geometry.scaledWidth <= width && geometry.scaledHeight <= height {
                 (decodeWidth, decodeHeight) = (geometry.scaledWidth, geometry.scaledHeight)
             } else {
-                let factor = ShrinkOnLoad.factor(
+                let factor = ShrinkFactor.choose(
                     width: width, height: height, target: geometry, mode: .quality, choices: Array((2...64).reversed()))
                 (decodeWidth, decodeHeight) = ((width + factor - 1) / factor, (height + factor - 1) / factor)
             }
@@ -269,11 +269,11 @@ extension WebPDecoder {
     }
 }
 
-/// How much a decoder shrinks while loading.
-enum ShrinkOnLoad {
+/// How much a decoder shrinks while loading, as ``ThumbnailOptions/ShrinkOnLoad`` allows.
+enum ShrinkFactor {
     /// The largest of `choices` (largest first) that leaves the image at least the
     /// target size (`.fastest`) or twice it (`.quality`) on both sides; 1 when none does.
-    static func factor(
+    static func choose(
         width: Int, height: Int, target: ThumbnailGeometry, mode: ThumbnailOptions.ShrinkOnLoad, choices: [Int]
     ) -> Int {
         let margin = mode == .quality ? 2 : 1

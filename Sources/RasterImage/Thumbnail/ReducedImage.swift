@@ -65,7 +65,7 @@ extension JPEGDecoder {
                     sourceWidth: width, sourceHeight: height, orientation: orientation, options: thumbnail)
                 denominator = min(
                     denominator,
-                    ShrinkOnLoad.factor(
+                    ShrinkFactor.choose(
                         width: width, height: height, target: geometry, mode: thumbnail.shrinkOnLoad,
                         choices: [8, 4, 2]))
             }
