@@ -1,9 +1,8 @@
+import Glibc
 // The package's lock, and the one way its types wait for one another: a task suspends
 // on a continuation kept under a lock, registered only if the task is not already
 // cancelled (see `Lock.suspend(register:onCancel:)`).
 import Synchronization
-
-import Glibc
 
 /// A value behind a pthread mutex: the package's one lock. Used instead of the standard
 /// library's `Synchronization.Mutex` because on Linux that one takes its lock in

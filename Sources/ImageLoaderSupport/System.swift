@@ -1,10 +1,9 @@
-import Synchronization
-
 // Every call the package makes into the C library (files, names, threads, the terminal,
 // malloc's settings, libm) is in this target, behind small Swift functions; no other
 // target imports Glibc. System calls go through `System.call`, NIO's way: errno read at
 // once, EINTR retried, a failure thrown as a typed `SystemError`.
 import Glibc
+import Synchronization
 
 /// A system call that failed: which, on what, and its `errno`.
 package struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {

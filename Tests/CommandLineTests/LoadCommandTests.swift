@@ -35,7 +35,9 @@ struct LoadCommandTests {
         let photo = TestAssets.bytes("jpeg-800x600.jpg")
         origin.serve(
             "/photo.jpg",
-            .init(headers: [("Content-Type", "image/jpeg"), ("ETag", "\"p\""), ("Cache-Control", "max-age=600")], body: photo))
+            .init(
+                headers: [("Content-Type", "image/jpeg"), ("ETag", "\"p\""), ("Cache-Control", "max-age=600")],
+                body: photo))
         try await Command.withTemporaryDirectory { directory in
             let url = origin.url("/photo.jpg").absoluteString
             let first = directory.appendingPathComponent("first.png").path
