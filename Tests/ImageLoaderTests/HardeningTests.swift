@@ -188,7 +188,7 @@ struct HardeningTests {
                     headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=3600")], body: TestImages.png))
             let loader = try harness.loader()
             let options = ThumbnailOptions(maxPixelSize: 4)
-            let trick = URL(string: origin.url("/a.png").absoluteString + "#thumbnail(" + options.cacheKey + ")")!
+            let trick = URL(string: origin.url("/a.png").absoluteString + "#thumbnail(" + options.storageName + ")")!
             let original = try await loader.image(for: trick)
             #expect(original.image.width == 16 || original.image.width > 4)
             let thumbnail = try await loader.thumbnail(for: origin.url("/a.png"), options: options)

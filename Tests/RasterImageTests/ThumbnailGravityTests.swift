@@ -113,16 +113,6 @@ struct ThumbnailGravityTests {
         #expect((upright.width, upright.height) == (50, 20))
     }
 
-    @Test("gravity and force name their thumbnails apart; the centre keeps the old key")
-    func cacheKeys() {
-        var options = ThumbnailOptions(width: 64, height: 64, fit: .fill)
-        let centre = options.cacheKey
-        #expect(centre == "64x64,fill,lanczos3,quality,srgb,convert,upright,first,auto85")
-        options.gravity = .north
-        #expect(options.cacheKey != centre)
-        #expect(ThumbnailOptions(width: 64, height: 64, fit: .force).cacheKey != centre)
-    }
-
     /// The stored image that `orientation` shows as `upright`.
     static func stored(_ upright: RasterImage, as orientation: Orientation) -> RasterImage {
         let inverse: Orientation =

@@ -249,30 +249,4 @@ struct ThumbnailPipelineTests {
                 "\(fixture.name)")
         }
     }
-
-    @Test("the cache key names every setting that shapes the result, and only those")
-    func cacheKey() {
-        let base = ThumbnailOptions(maxPixelSize: 256)
-        // Stored on disk under this text: it must not change between versions.
-        #expect(base.cacheKey == "256x256,fit,lanczos3,quality,srgb,convert,upright,first,auto85")
-        let variants: [(inout ThumbnailOptions) -> Void] = [
-            { $0.width = 128 }, { $0.height = 128 }, { $0.fit = .fill }, { $0.allowsUpscaling = true },
-            { $0.kernel = .mitchell }, { $0.shrinkOnLoad = .fastest }, { $0.linearLight = true },
-            { $0.keepsColorProfile = true }, { $0.appliesOrientation = false }, { $0.frames = .all },
-            { $0.frames = .index(2) }, { $0.outputFormat = .automatic(quality: 70) },
-            { $0.outputFormat = .png(PNGEncoder()) }, { $0.outputFormat = .jpeg(JPEGEncoder(quality: 85)) },
-            { $0.outputFormat = .jpeg(JPEGEncoder(quality: 85, progressive: true)) },
-            { $0.outputFormat = .webp(WebPEncoder()) }, { $0.outputFormat = .webp(WebPEncoder(lossless: true)) },
-        ]
-        var keys: Set<String> = [base.cacheKey]
-        for change in variants {
-            var options = base
-            change(&options)
-            keys.insert(options.cacheKey)
-        }
-        #expect(keys.count == variants.count + 1)
-        var limited = base
-        limited.limits.maxPixelsPerFrame = 1_000
-        #expect(limited.cacheKey == base.cacheKey)
-    }
 }

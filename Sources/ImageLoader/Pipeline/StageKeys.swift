@@ -52,7 +52,7 @@ struct CacheKey: Sendable, Hashable {
         var name = url.absoluteString
         name.reserveCapacity(name.utf8.count + 96)
         name += "#thumbnail("
-        name += options.cacheKey
+        name += options.storageName
         name += ")"
         return name
     }
@@ -110,7 +110,7 @@ enum DecodePlan: Sendable, Hashable {
             self = .full
         } else {
             // The same set in the same order for every product that computes it.
-            self = .reduced(Array(Set(thumbnails)).sorted { $0.cacheKey < $1.cacheKey })
+            self = .reduced(Array(Set(thumbnails)).sorted { $0.storageName < $1.storageName })
         }
     }
 }

@@ -1,11 +1,17 @@
+import RasterImage
+
+// The names the caches file thumbnails under. They belong to the caches, not to the
+// codec library: RasterImage knows nothing about caches.
+
 extension ThumbnailOptions {
     /// A stable text naming everything that shapes the thumbnail's pixels and its
-    /// encoding (not the limits): equal keys, equal thumbnails. Caches key thumbnails by it.
+    /// encoding (not the limits): equal names, equal thumbnails. The disk cache's file
+    /// names and the memory cache's keys are made from it.
     ///
     /// ```swift
-    /// ThumbnailOptions(maxPixelSize: 256).cacheKey   // "256x256,fit,lanczos3,quality,srgb,convert,upright,first,auto85"
+    /// ThumbnailOptions(maxPixelSize: 256).storageName   // "256x256,fit,lanczos3,quality,srgb,convert,upright,first,auto85"
     /// ```
-    public var cacheKey: String {
+    var storageName: String {
         // Built in one buffer: a memory-cache hit of a thumbnail computes it every time.
         var key = ""
         key.reserveCapacity(80)
@@ -31,14 +37,14 @@ extension ThumbnailOptions {
         case .index(let n): key += "frame\(n),"
         case .prefix(let n): key += "first\(n),"
         }
-        key += outputFormat.cacheKey
+        key += outputFormat.storageName
         return key
     }
 }
 
 extension OutputFormat {
     /// A stable text naming the format and every setting of its encoder.
-    public var cacheKey: String {
+    var storageName: String {
         switch self {
         case .automatic(let quality): "auto\(quality)"
         case .png(let e):
@@ -55,7 +61,7 @@ extension OutputFormat {
         case .jxl(let e): "jxl\(e.quality)e\(e.effort)\(e.includeICCProfile ? "i" : "")"
         case .gif: "gif"
         case .heic(let e): "heic\(e.quality)\(e.preset)\(e.includeICCProfile ? "i" : "")"
-        case .ico(let e): "ico" + OutputFormat.png(e.png).cacheKey
+        case .ico(let e): "ico" + OutputFormat.png(e.png).storageName
         case .bmp: "bmp"
         case .tiff(let e): "tiff\(e.includeICCProfile ? "i" : "")"
         }
