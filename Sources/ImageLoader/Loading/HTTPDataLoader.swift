@@ -2,7 +2,6 @@ import AsyncHTTPClient
 import Foundation
 import ImageLoaderSupport
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -405,8 +404,17 @@ extension ConnectionFailure {
 /// `dnsOverride`, which keeps SNI and certificate checks on the name), so connections to
 /// the same pair are pooled. At most `capacity` are kept; the oldest is shut down, after
 /// the longest a request on it may still run.
+///
+/// Not a ``BoundedCache`` user: an evicted client must be shut down, which the cache
+/// does not report; the order of arrival is the eviction order here.
 final class PinnedClients: Sendable {
-    private let state = NIOLockedValueBox<(clients: [String: HTTPClient], order: [String])>(([:], []))
+    /// A host name and the address it is pinned to.
+    private struct Key: Hashable, Sendable {
+        let host: String
+        let address: String
+    }
+
+    private let state = Lock<(clients: [Key: HTTPClient], order: [Key])>(([:], []))
     private let configuration: HTTPDataLoader.Configuration
     static let capacity = 64
     /// Where host names are resolved: threads of the loader's own, so lookups that
@@ -419,8 +427,8 @@ final class PinnedClients: Sendable {
     }
 
     func client(host: String, address: String) -> HTTPClient {
-        let key = host + " " + address
-        let (client, evicted) = state.withLockedValue { state -> (HTTPClient, HTTPClient?) in
+        let key = Key(host: host, address: address)
+        let (client, evicted) = state.withLock { state -> (HTTPClient, HTTPClient?) in
             if let client = state.clients[key] { return (client, nil) }
             let client = HTTPDataLoader.makeClient(configuration, dnsOverride: [host: address])
             state.clients[key] = client
@@ -443,7 +451,7 @@ final class PinnedClients: Sendable {
     /// even when one before it throws (an already shut down client does); the first
     /// error is rethrown.
     func shutdown() async throws {
-        let clients = state.withLockedValue { state in
+        let clients = state.withLock { state in
             defer { state = ([:], []) }
             return state.order.compactMap { state.clients[$0] }
         }

@@ -176,42 +176,33 @@ struct PipelineContext: Sendable {
     }
 }
 
-/// The URLs whose last load failed, for ``ImageLoader/failedToFetch(_:)``. Bounded:
-/// past ``capacity`` URLs the oldest failures are forgotten, so a stream of failing
-/// URLs (a crawler, an attacker) cannot grow it without end.
+/// The URLs whose last load failed, for ``ImageLoader/failedToFetch(_:)``: a user of
+/// the package's one bounded cache. Past ``capacity`` URLs the least used failures
+/// are forgotten, so a stream of failing URLs (a crawler, an attacker) cannot grow it
+/// without end.
 final class RecentFailures: Sendable {
-    private struct State {
-        var failures: [String: (error: ImageLoadingError, order: Int)] = [:]
-        var counter = 0
-    }
-
     static let defaultCapacity = 10_000
     let capacity: Int
-    private let state = Lock(State())
+    /// Each failure costs 1: the budget is a count.
+    private let failures: BoundedCache<String, ImageLoadingError>
 
     init(capacity: Int = RecentFailures.defaultCapacity) {
         self.capacity = max(1, capacity)
+        failures = BoundedCache(
+            limits: .init(maxBytes: self.capacity, maxCount: self.capacity, maxEntryFraction: 1))
     }
 
     func record(_ error: ImageLoadingError, for key: String) {
-        state.withLock { state in
-            state.counter += 1
-            state.failures[key] = (error, state.counter)
-            guard state.failures.count > capacity else { return }
-            // Forget the oldest quarter at once, so the sort is paid once per many records.
-            let keep = capacity - capacity / 4
-            let cutoff = state.failures.values.map(\.order).sorted()[state.failures.count - keep]
-            state.failures = state.failures.filter { $0.value.order >= cutoff }
-        }
+        failures.insert(error, cost: 1, for: key)
     }
 
     func clear(_ key: String) {
-        state.withLock { _ = $0.failures.removeValue(forKey: key) }
+        failures.remove(key)
     }
 
     func failure(for key: String) -> ImageLoadingError? {
-        state.withLock { $0.failures[key]?.error }
+        failures.value(for: key)
     }
 
-    var count: Int { state.withLock { $0.failures.count } }
+    var count: Int { failures.usage.count }
 }

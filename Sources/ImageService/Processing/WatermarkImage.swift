@@ -1,3 +1,4 @@
+import ImageLoader
 import ImageLoaderSupport
 import RasterImage
 
@@ -16,7 +17,9 @@ final class WatermarkImage: Sendable {
     let image: RasterImage
     /// The opacity every watermark is multiplied by (0 to 1).
     let opacity: Double
-    private let sized = Lock<[SizeKey: RasterImage]>([:])
+    /// The sizes made so far: at most ``maxSizes``, 64 MiB of pixels in all.
+    private let sized = BoundedCache<SizeKey, RasterImage>(
+        limits: .init(maxBytes: 64 << 20, maxCount: WatermarkImage.maxSizes, maxEntryFraction: 1))
 
     private struct SizeKey: Hashable {
         let width: Int
@@ -90,12 +93,9 @@ final class WatermarkImage: Sendable {
     /// The watermark at `width` x `height`, resized once per size.
     private func resized(width: Int, height: Int) -> RasterImage {
         let key = SizeKey(width: width, height: height)
-        if let hit = sized.withLock({ $0[key] }) { return hit }
+        if let hit = sized.value(for: key) { return hit }
         let made = image.resized(width: width, height: height).premultiplied()
-        sized.withLock { cache in
-            if cache.count >= Self.maxSizes { cache.removeAll() }
-            cache[key] = made
-        }
+        sized.insert(made, cost: made.cost, for: key)
         return made
     }
 
