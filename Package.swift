@@ -143,11 +143,12 @@ let package = Package(
         ),
         .testTarget(
             name: "RasterImageTests",
-            dependencies: ["ImageLoaderSupport", "RasterImage", "CDeflate"]
+            dependencies: ["ImageLoaderSupport", "RasterImage", "CDeflate", "TestSupport"]
         ),
-        // A scripted HTTP origin for the tests (not part of any product).
+        // What the test targets share (not part of any product): a scripted HTTP origin,
+        // gates, waiting, child processes, the fixtures' folder, the time scale.
         .target(
-            name: "TestOrigin",
+            name: "TestSupport",
             dependencies: [
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -155,12 +156,12 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
-            path: "Tests/TestOrigin"
+            path: "Tests/TestSupport"
         ),
         .testTarget(
             name: "ImageLoaderTests",
             dependencies: [
-                "ImageLoader", "ImageLoaderSupport", "RasterImage", "TestOrigin",
+                "ImageLoader", "ImageLoaderSupport", "RasterImage", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -169,7 +170,7 @@ let package = Package(
         .testTarget(
             name: "ImageServiceTests",
             dependencies: [
-                "ImageService", "ImageLoaderSupport", "RasterImage", "TestOrigin",
+                "ImageService", "ImageLoaderSupport", "RasterImage", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -181,7 +182,7 @@ let package = Package(
             name: "CommandLineTests",
             // Runs the built executable; the dependency makes sure it is built first.
             dependencies: [
-                "RasterImage", "ImageLoader", "ImageLoaderSupport", "ImageService", "ImageLoaderCLI", "TestOrigin",
+                "RasterImage", "ImageLoader", "ImageLoaderSupport", "ImageService", "ImageLoaderCLI", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -220,7 +221,7 @@ package.targets.append(
     .testTarget(
         name: "DocumentationTests",
         dependencies: [
-            "TestOrigin", "RasterImage", "ImageService",
+            "TestSupport", "RasterImage", "ImageService",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),

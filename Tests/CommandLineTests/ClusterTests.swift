@@ -1,6 +1,6 @@
 import Foundation
 import RasterImage
-import TestOrigin
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

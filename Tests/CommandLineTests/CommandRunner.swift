@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Runs the built `imageloader` executable and collects what it printed.
@@ -14,7 +15,7 @@ struct CommandResult {
 enum Command {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
-    static let fixtures = repository.appendingPathComponent("Fixtures").path
+    static let fixtures = FixturePaths.root
 
     /// The executable next to the test bundle (the build products folder), or the one
     /// named by `IMAGELOADER_EXECUTABLE` (to test a release build).

@@ -1,7 +1,7 @@
 import Foundation
 import NIOHTTP1
 import RasterImage
-import TestOrigin
+import TestSupport
 import Testing
 
 /// imgproxy's handler, server and client-feature tests (`handlers/stream`,

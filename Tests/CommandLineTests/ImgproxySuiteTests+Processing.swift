@@ -1,6 +1,6 @@
 import Foundation
 import RasterImage
-import TestOrigin
+import TestSupport
 import Testing
 
 /// imgproxy's processing tests (`processing/trim_test.go`, `colorspace_test.go`, and the

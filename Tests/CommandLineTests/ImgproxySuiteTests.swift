@@ -1,7 +1,7 @@
 import Foundation
 import ImageService
 import RasterImage
-import TestOrigin
+import TestSupport
 import Testing
 
 /// imgproxy's own test suite (github.com/imgproxy/imgproxy v4.0.12: `integration_test/`,

@@ -1,6 +1,6 @@
 import Foundation
 import RasterImage
-import TestOrigin
+import TestSupport
 import Testing
 
 @testable import ImageLoader
@@ -215,7 +215,10 @@ struct LoadCommandTests {
             let decoded = directory.appendingPathComponent("d.png").path
             #expect(try await Command.run(["decode", url, "-o", decoded] + cache).status == 0)
             #expect(try ImageDecoder().info(.file(path: decoded)).height == 300)
-            #expect(origin.count("/p.png") == 1)
+            // The original's entry served info and decode; the thumbnail is an entry of its
+            // own (the loader keeps thumbnails, not their originals), made once and reused.
+            #expect(try await Command.run(["thumbnail", url, "--size", "50", "-o", thumb] + cache).status == 0)
+            #expect(origin.count("/p.png") == 2)
         }
     }
 

@@ -1,6 +1,6 @@
 import Foundation
 import RasterImage
-import TestOrigin
+import TestSupport
 import Testing
 
 /// `imageloader serve` with sources in object storage and results shared through a

@@ -3,7 +3,7 @@ import Foundation
 import ImageService
 import NIOHTTP1
 import RasterImage
-import TestOrigin
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -934,18 +934,5 @@ struct ServeCommandTests {
             #expect(image.width == 32 && image.height == 32 && image.format == .webp)
             #expect(try await server.post("/upload/bogus", body: photo).status == 404)
         }
-    }
-}
-
-/// Polls `condition` every 20 ms for up to 120 s (times `testTimeScale`).
-func waitUntil(_ what: String, _ condition: () async throws -> Bool) async throws {
-    // (Under the sanitizers everything takes several times longer.)
-    let deadline = ContinuousClock.now + .seconds(120 * testTimeScale)
-    while try await !condition() {
-        guard ContinuousClock.now < deadline else {
-            Issue.record("timed out waiting until \(what)")
-            return
-        }
-        try await Task.sleep(for: .milliseconds(20))
     }
 }

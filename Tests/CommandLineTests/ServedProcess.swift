@@ -2,7 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
-import TestOrigin
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -4,7 +4,7 @@ import ImageService
 import NIOCore
 import NIOHTTP1
 import RasterImage
-import TestOrigin
+import TestSupport
 import Testing
 
 /// Each RasterImage program, and words its output must hold (of the 800x600 photo,

@@ -2,7 +2,7 @@ import Foundation
 import ImageLoaderSupport
 import Logging
 import RasterImage
-import TestOrigin
+import TestSupport
 import Testing
 
 @testable import ImageLoader

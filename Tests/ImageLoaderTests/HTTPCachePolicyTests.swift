@@ -1,5 +1,5 @@
 import Foundation
-import TestOrigin
+import TestSupport
 import Testing
 
 @testable import ImageLoader

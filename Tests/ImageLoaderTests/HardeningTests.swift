@@ -3,7 +3,7 @@ import Foundation
 import ImageLoaderSupport
 import RasterImage
 import Synchronization
-import TestOrigin
+import TestSupport
 import Testing
 
 @testable import ImageLoader

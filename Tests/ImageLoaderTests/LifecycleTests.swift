@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import ImageLoaderSupport
 import RasterImage
-import TestOrigin
+import TestSupport
 import Testing
 
 @testable import ImageLoader

@@ -1,7 +1,7 @@
 import Foundation
 import ImageLoader
 import RasterImage
-import TestOrigin
+import TestSupport
 import Testing
 
 /// Origins that misbehave: each fault ends in a typed error within a bounded time, and

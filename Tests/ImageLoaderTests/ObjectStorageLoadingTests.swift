@@ -1,7 +1,7 @@
 import Foundation
 import ImageLoader
 import RasterImage
-import TestOrigin
+import TestSupport
 import Testing
 
 /// `s3://`, `gs://` and `abs://` URLs through the loader, against real stores

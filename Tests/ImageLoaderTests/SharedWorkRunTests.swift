@@ -1,5 +1,5 @@
 import ImageLoaderSupport
-import TestOrigin
+import TestSupport
 import Testing
 
 @testable import ImageLoader

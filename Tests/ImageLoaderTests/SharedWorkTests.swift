@@ -5,7 +5,7 @@ import Logging
 import NIOCore
 import RasterImage
 import ServiceLifecycle
-import TestOrigin
+import TestSupport
 import Testing
 
 @testable import ImageLoader

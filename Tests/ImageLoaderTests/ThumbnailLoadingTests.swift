@@ -1,7 +1,7 @@
 import Foundation
 import ImageLoaderSupport
 import RasterImage
-import TestOrigin
+import TestSupport
 import Testing
 
 @testable import ImageLoader

@@ -1,4 +1,5 @@
 import ImageLoaderSupport
+import TestSupport
 import Testing
 
 @testable import ImageLoader
@@ -96,7 +97,7 @@ struct SchedulerOrderTests {
         -> [Int]
     {
         let scheduler = WorkScheduler(limit: 1, order: order)
-        let gate = WorkSchedulerTests.Gate()
+        let gate = Gate()
         let held = Counter()
         let holder = try await WorkSchedulerTests().holdSlot(scheduler, until: gate, counting: held)
         let ran = Lock<[Int]>([])
@@ -127,7 +128,7 @@ struct SchedulerOrderTests {
     @Test("10,000 waiters behind one slot all run, each once")
     func long() async throws {
         let scheduler = WorkScheduler(limit: 1, order: .fifo)
-        let gate = WorkSchedulerTests.Gate()
+        let gate = Gate()
         let holder = try await WorkSchedulerTests().holdSlot(scheduler, until: gate, counting: Counter())
         let ran = Lock<[Int]>([])
         var tasks: [Task<Void, any Error>] = []

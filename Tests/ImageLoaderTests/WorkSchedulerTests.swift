@@ -1,21 +1,12 @@
 import ImageLoaderSupport
 import RasterImage
+import TestSupport
 import Testing
 
 @testable import ImageLoader
 
 @Suite("The scheduler's slots and queue")
 struct WorkSchedulerTests {
-    /// A gate the running work waits on, opened by the test.
-    final class Gate: Sendable {
-        private let stream: AsyncStream<Void>
-        private let continuation: AsyncStream<Void>.Continuation
-
-        init() { (stream, continuation) = AsyncStream.makeStream() }
-        func open() { continuation.finish() }
-        func wait() async { for await _ in stream {} }
-    }
-
     /// Takes `scheduler`'s only slot until `gate` opens; returns once it holds it.
     func holdSlot(_ scheduler: WorkScheduler, until gate: Gate, counting started: Counter) async throws
         -> Task<Void, any Error>

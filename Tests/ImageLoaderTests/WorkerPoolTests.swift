@@ -1,6 +1,7 @@
 import Foundation
 import ImageLoaderSupport
 import RasterImage
+import TestSupport
 import Testing
 
 @testable import ImageLoader

@@ -1,5 +1,6 @@
 import Foundation
 import RasterImage
+import TestSupport
 import Testing
 
 @testable import ImageService
@@ -12,7 +13,7 @@ struct FormatServiceTests {
 
     /// The repository's Fixtures folder.
     enum Fixtures {
-        static let root = References.root.deletingLastPathComponent().path
+        static let root = FixturePaths.root
     }
 
     /// A source folder with the fixtures these tests ask for, and an SVG with a script.

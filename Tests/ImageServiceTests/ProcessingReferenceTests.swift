@@ -1,5 +1,6 @@
 import Foundation
 import RasterImage
+import TestSupport
 import Testing
 
 @testable import ImageService
@@ -33,8 +34,7 @@ struct ProcessingReferenceTests {
         let animation: Animation
     }
 
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Fixtures/processing")
+    static let root = URL(fileURLWithPath: FixturePaths.path("processing"))
     static let manifest: Manifest = {
         // A missing or broken manifest fails every test below with the decoding error.
         let data = (try? Data(contentsOf: root.appendingPathComponent("cases.json"))) ?? Data()

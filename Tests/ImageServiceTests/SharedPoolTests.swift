@@ -1,7 +1,7 @@
 import Foundation
 import NIOCore
 import RasterImage
-import TestOrigin
+import TestSupport
 import Testing
 
 @testable import ImageService

@@ -2,7 +2,7 @@ import Foundation
 import ImageLoader
 import ImageLoaderSupport
 import RasterImage
-import TestOrigin
+import TestSupport
 import Testing
 
 /// A clock the test moves by hand; the loader and the origin's Date headers both read it.
@@ -176,23 +176,6 @@ final class LoaderList: Sendable {
     func add(_ loader: ImageLoader) { loaders.withLock { $0.append(loader) } }
 
     var all: [ImageLoader] { loaders.withLock { $0 } }
-}
-
-/// Waits until `condition` holds, polling every 10 ms; records an issue after 120 s.
-/// For tests that must reach a state (a request in flight, loads queued) before going
-/// on, where a fixed sleep would race a busy machine.
-func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
-    // Only a state never reached should get here: the whole suite shares two cores, where
-    // synchronous tests can hold both of the cooperative pool's threads for many seconds
-    // (20 s was once not enough), and the sanitizers slow everything several times.
-    let deadline = ContinuousClock.now + .seconds(120 * testTimeScale)
-    while !condition() {
-        guard ContinuousClock.now < deadline else {
-            Issue.record("waited \(120 * testTimeScale) s for \(what)")
-            return
-        }
-        try await Task.sleep(for: .milliseconds(10))
-    }
 }
 
 /// The two paths a URL's bytes take through the HTTP cache, for tests that must hold

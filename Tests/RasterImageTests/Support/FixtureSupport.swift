@@ -1,5 +1,6 @@
 import Foundation
 import RasterImage
+import TestSupport
 import Testing
 
 /// One entry of Fixtures/manifest.json, written by Fixtures/generate.py with the
@@ -91,10 +92,8 @@ struct ThumbnailFixture: Decodable, Sendable, CustomTestStringConvertible {
 }
 
 enum Fixtures {
-    /// The repository's Fixtures folder, found from this file's path.
-    static let root: String = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Fixtures").path
+    /// The repository's Fixtures folder.
+    static let root = FixturePaths.root
 
     private struct Manifest: Decodable {
         let fixtures: [Fixture]
