@@ -51,6 +51,13 @@ struct ICOTests {
         var lying = bytes
         lying[6 + 16] = 20
         #expect(expectDecodingError { _ = try ImageDecoder().decode(.bytes(lying)) } != nil)
+        // A PNG entry whose header says another size than its directory entry (the
+        // largest of Pillow's icon, 256x256, now claimed as 200 wide).
+        var png = Fixtures.bytes("formats/ico-png-sizes.ico")
+        let count = Int(png[4]) | Int(png[5]) << 8
+        let largest = try #require((0..<count).first { png[6 + 16 * $0] == 0 })
+        png[6 + 16 * largest] = 200
+        #expect(expectDecodingError { _ = try ImageDecoder().decode(.bytes(png)) }?.reason == .corrupt)
         // Every entry pointing past the end: nothing to decode.
         var outside = bytes
         for entry in 0..<2 {

@@ -105,7 +105,17 @@ enum ICODecoder: FormatDecoder {
         if data.starts(with: [0x89, 0x50, 0x4E, 0x47]) {
             decoded = try data.withUnsafeBytes { bytes in
                 try ByteReader.withMemory(bytes, limits: limits) { png in
-                    try PNGDecoder.decode(png, options: DecodingOptions(limits: limits))
+                    // The entry's size is checked from the PNG's header, before any pixel.
+                    let info = try PNGDecoder.info(png, limits: limits)
+                    guard info.width == entry.width, info.height == entry.height else {
+                        throw ImageDecodingError(
+                            .corrupt, format: .ico,
+                            message:
+                                "an image is \(info.width)x\(info.height), its entry says \(entry.width)x\(entry.height)"
+                        )
+                    }
+                    png.seek(to: 0)
+                    return try PNGDecoder.decode(png, options: DecodingOptions(limits: limits))
                 }
             }
         } else {
