@@ -156,9 +156,11 @@ enum ICODecoder: FormatDecoder {
         let paletteEntries = bits <= 8 ? (colorsUsed == 0 ? 1 << Int(bits) : Int(colorsUsed)) : 0
         let pixelOffset = Int(headerSize) + 4 * paletteEntries
         var file: [UInt8] = [0x42, 0x4D]
-        file += le32(14 + data.count) + le32(0) + le32(14 + pixelOffset)
-        file += data
-        file.replaceSubrange(14 + 8..<14 + 12, with: le32(height))
+        for value in [14 + data.count, 0, 14 + pixelOffset] { file.appendLittleEndian32(value) }
+        // The bitmap's header with its height halved (bytes 8 to 12), then the rest as stored.
+        file += data[..<8]
+        file.appendLittleEndian32(height)
+        file += data[12...]
         let bitmap = try file.withUnsafeBytes { bytes in
             try ByteReader.withMemory(bytes, limits: limits) { bmp in
                 try BMPDecoder.decode(bmp, options: DecodingOptions(limits: limits))
@@ -195,9 +197,5 @@ enum ICODecoder: FormatDecoder {
         return RasterImage(
             validatedWidth: w, height: h, bytesPerRow: w * 4, frames: [.init(pixels: pixels)], alphaMode: .straight,
             loopCount: 1, orientation: .up, iccProfile: bitmap.iccProfile, format: .ico, hasAlpha: true)
-    }
-
-    private static func le32(_ value: Int) -> [UInt8] {
-        (0..<4).map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) }
     }
 }

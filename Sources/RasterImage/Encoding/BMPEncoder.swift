@@ -25,17 +25,16 @@ public struct BMPEncoder: Sendable, Hashable {
             throw ImageEncodingError(
                 .unsupportedImage, format: .bmp, message: "\(width)x\(height) is too large for BMP")
         }
-        func le16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF)] }
-        func le32(_ value: Int) -> [UInt8] { le16(value & 0xFFFF) + le16(value >> 16 & 0xFFFF) }
-        var bytes: [UInt8] = []
+        var bytes: [UInt8] = [0x42, 0x4D]
         bytes.reserveCapacity(total)
-        bytes += [0x42, 0x4D] + le32(total) + le32(0) + le32(offset)
-        // 2835 pixels a metre: 72 DPI.
-        bytes += le32(headerSize) + le32(width) + le32(height) + le16(1) + le16(bits) + le32(alpha ? 3 : 0)
-        bytes += le32(imageBytes) + le32(2835) + le32(2835) + le32(0) + le32(0)
+        for value in [total, 0, offset, headerSize, width, height] { bytes.appendLittleEndian32(value) }
+        bytes.appendLittleEndian16(1)
+        bytes.appendLittleEndian16(bits)
+        // BI_BITFIELDS with alpha; 2835 pixels a metre: 72 DPI.
+        for value in [alpha ? 3 : 0, imageBytes, 2835, 2835, 0, 0] { bytes.appendLittleEndian32(value) }
         if alpha {
             // Masks (red, green, blue, alpha), the sRGB colour space ('sRGB'), no endpoints or gamma.
-            bytes += le32(0x00FF_0000) + le32(0x0000_FF00) + le32(0x0000_00FF) + le32(Int(0xFF00_0000))
+            for mask in [0x00FF_0000, 0x0000_FF00, 0x0000_00FF, 0xFF00_0000] { bytes.appendLittleEndian32(mask) }
             bytes += [0x42, 0x47, 0x52, 0x73] + [UInt8](repeating: 0, count: 36 + 12)
         }
         let pixels = straight.frames[frame].pixels
@@ -44,10 +43,10 @@ public struct BMPEncoder: Sendable, Hashable {
             let row = y * straight.bytesPerRow
             for x in 0..<width {
                 let p = row + x * 4
-                bytes +=
-                    alpha
-                    ? [pixels[p + 2], pixels[p + 1], pixels[p], pixels[p + 3]]
-                    : [pixels[p + 2], pixels[p + 1], pixels[p]]
+                bytes.append(pixels[p + 2])
+                bytes.append(pixels[p + 1])
+                bytes.append(pixels[p])
+                if alpha { bytes.append(pixels[p + 3]) }
             }
             bytes += padding
         }

@@ -27,12 +27,15 @@ public struct ICOEncoder: Sendable, Hashable {
                 message: "\(image.width)x\(image.height) is larger than an icon's 256 pixels a side")
         }
         let entry = try png.encode(image, frame: frame)
-        func le16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF)] }
-        func le32(_ value: Int) -> [UInt8] { le16(value & 0xFFFF) + le16(value >> 16) }
-        var bytes: [UInt8] = [0, 0] + le16(1) + le16(1)
+        var bytes: [UInt8] = [0, 0]
+        bytes.appendLittleEndian16(1)  // an icon
+        bytes.appendLittleEndian16(1)  // one image
         // Width and height 0 mean 256; one plane, 32 bits a pixel; the data follows the directory.
-        bytes += [UInt8(image.width % 256), UInt8(image.height % 256), 0, 0] + le16(1) + le16(32)
-        bytes += le32(entry.count) + le32(6 + 16)
+        bytes += [UInt8(image.width % 256), UInt8(image.height % 256), 0, 0]
+        bytes.appendLittleEndian16(1)
+        bytes.appendLittleEndian16(32)
+        bytes.appendLittleEndian32(entry.count)
+        bytes.appendLittleEndian32(6 + 16)
         bytes += entry
         return bytes
     }

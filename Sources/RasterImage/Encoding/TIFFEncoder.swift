@@ -37,9 +37,15 @@ public struct TIFFEncoder: Sendable, Hashable {
         let icc = includeICCProfile ? straight.iccProfile ?? [] : []
         // Layout: header, the strip, the values too large for an entry, the directory.
         var entries: [(tag: Int, type: Int, count: Int, value: [UInt8])] = []
-        func short(_ values: [Int]) -> [UInt8] { values.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8 & 0xFF)] } }
+        func short(_ values: [Int]) -> [UInt8] {
+            var bytes: [UInt8] = []
+            for value in values { bytes.appendLittleEndian16(value) }
+            return bytes
+        }
         func long(_ values: [Int]) -> [UInt8] {
-            values.flatMap { v in (0..<4).map { UInt8(truncatingIfNeeded: v >> ($0 * 8)) } }
+            var bytes: [UInt8] = []
+            for value in values { bytes.appendLittleEndian32(value) }
+            return bytes
         }
         let stripOffset = 8
         entries.append((256, 4, 1, long([width])))
