@@ -980,7 +980,7 @@ struct SourceData: Sendable {
         let nanoseconds = Checked.saturatingAdd(
             Checked.saturatingMultiply(status.modifiedSeconds, 1_000_000_000), status.modifiedNanoseconds)
         let digest = SHA256.hash(data: Array("\(path)__\(status.size)__\(nanoseconds)".utf8))
-        return "\"" + URLSignature.base64URL(Array(digest)) + "\""
+        return "\"" + Base64URL.encode(Array(digest)) + "\""
     }
 }
 

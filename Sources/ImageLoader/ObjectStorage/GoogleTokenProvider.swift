@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ImageLoaderSupport
 import _CryptoExtras
 
 /// Access tokens for Google Cloud Storage: a service account's, by the OAuth 2.0 JWT
@@ -94,9 +95,9 @@ actor GoogleTokenProvider {
             + #","aud":"# + GoogleTokenProvider.jsonString(tokenURI) + #","scope":"#
             + GoogleTokenProvider.jsonString(GoogleTokenProvider.scope) + "}"
         let input =
-            GoogleTokenProvider.base64URL(Array(header.utf8)) + "." + GoogleTokenProvider.base64URL(Array(claims.utf8))
+            Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
         let signature = try signingKey.signature(for: Data(input.utf8), padding: .insecurePKCS1v1_5)
-        return input + "." + GoogleTokenProvider.base64URL(Array(signature.rawRepresentation))
+        return input + "." + Base64URL.encode(Array(signature.rawRepresentation))
     }
 
     private struct TokenAnswer: Decodable {
@@ -175,10 +176,5 @@ actor GoogleTokenProvider {
             }
         }
         return out + "\""
-    }
-
-    static func base64URL(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 }

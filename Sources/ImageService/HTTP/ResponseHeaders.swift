@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import ImageLoader
+import ImageLoaderSupport
 
 extension ImageService {
     /// The validators results carry, as imgproxy sends them: the source's own `ETag`
@@ -34,7 +35,7 @@ extension ImageService {
         func entityTag(source: String?) -> String? {
             guard entityTags, let source, !source.isEmpty else { return nil }
             guard let buster = entityTagBuster, !buster.isEmpty else { return source }
-            return "\"" + buster + "/" + URLSignature.base64URL(Array(source.utf8)) + "\""
+            return "\"" + buster + "/" + Base64URL.encode(Array(source.utf8)) + "\""
         }
 
         /// The `Last-Modified` sent for a source whose own is `source`: never before the buster.
@@ -57,7 +58,7 @@ extension ImageService {
                     tag = tag.drop { $0 == "\"" }
                     while tag.hasSuffix("\"") { tag = tag.dropLast() }
                     guard tag.hasPrefix(buster + "/"),
-                        let decoded = URLSignature.decodeBase64URL(tag.dropFirst(buster.count + 1)),
+                        let decoded = Base64URL.decode(tag.dropFirst(buster.count + 1)),
                         let source = String(validating: decoded, as: UTF8.self)
                     else { return Conditions() }
                     conditions.ifNoneMatch = source

@@ -1,4 +1,5 @@
 import Foundation
+import ImageLoaderSupport
 
 /// Builds an imgproxy processing URL from Swift, signed or not: the inverse of what
 /// the service reads. A web application that renders `<img>` tags for a deployment of
@@ -87,7 +88,7 @@ public struct ImgproxyURL: Sendable, Hashable {
         }
         switch sourceEncoding {
         case .base64:
-            path += "/" + ImgproxyURL.base64URL(Array(source.utf8))
+            path += "/" + Base64URL.encode(Array(source.utf8))
             if let format { path += "." + format }
         case .plain:
             path += "/plain/" + ImgproxyURL.percentEncoded(source)
@@ -104,12 +105,6 @@ public struct ImgproxyURL: Sendable, Hashable {
 
     /// The path for a service that takes unsigned URLs: `/insecure/OPTIONS.../SOURCE`.
     public var unsigned: String { "/insecure" + path }
-
-    /// base64url without padding.
-    static func base64URL(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-    }
 
     /// The source with what would end or split the path escaped: `%`, `?`, `#`, `@` and
     /// spaces, as imgproxy's plain sources expect.

@@ -1,4 +1,5 @@
 import Foundation
+import ImageLoaderSupport
 import RasterImage
 
 /// The processing options of a URL, by imgproxy's names (long and short), with
@@ -551,7 +552,7 @@ extension ProcessingOptions {
             try reader.limit(2)
             let text = try reader.required(0)
             if let encoded = reader.text(1), try reader.flag(encoded) {
-                guard let bytes = URLSignature.decodeBase64URL(Substring(text)),
+                guard let bytes = Base64URL.decode(Substring(text)),
                     let name = String(validating: bytes, as: UTF8.self)
                 else { throw reader.invalid }
                 filename = name

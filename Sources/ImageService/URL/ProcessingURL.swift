@@ -1,4 +1,5 @@
 import Foundation
+import ImageLoaderSupport
 import RasterImage
 
 /// What a processing URL asks for: options, a source and an output format.
@@ -361,7 +362,7 @@ public struct ProcessingURL: Sendable, Hashable {
         guard parts.count <= 2 else { throw .invalidSource("several formats") }
         var trimmed = Substring(body)
         while trimmed.hasSuffix("=") { trimmed = trimmed.dropLast() }
-        guard let decoded = URLSignature.decodeBase64URL(trimmed), let text = String(validating: decoded, as: UTF8.self)
+        guard let decoded = Base64URL.decode(trimmed), let text = String(validating: decoded, as: UTF8.self)
         else { throw .invalidSource("not base64url") }
         return (text, parts.count == 2 ? String(parts[1]) : nil)
     }

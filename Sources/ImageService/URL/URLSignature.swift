@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ImageLoaderSupport
 
 /// Checks imgproxy-style URL signatures: the base64url (unpadded) HMAC-SHA256, under a
 /// key, of a salt followed by the path after the signature segment (its leading `/`
@@ -76,14 +77,14 @@ public struct URLSignature: Sendable {
     /// The signature of `path` under the first pair: what a URL builder writes.
     public func sign(_ path: some StringProtocol) -> String {
         guard let pair = pairs.first else { return "" }
-        return URLSignature.base64URL(Array(URLSignature.mac(pair, Array(path.utf8)).prefix(size)))
+        return Base64URL.encode(Array(URLSignature.mac(pair, Array(path.utf8)).prefix(size)))
     }
 
     /// Whether `signature` is the signature of `path` under one of the pairs. Every
     /// pair is checked, and each comparison takes the same time whatever the bytes
     /// (no early exit), so the timing tells nothing about how close a guess was.
     public func isValid(_ signature: some StringProtocol, for path: some StringProtocol) -> Bool {
-        guard let given = URLSignature.decodeBase64URL(signature), given.count == size else { return false }
+        guard let given = Base64URL.decode(signature), given.count == size else { return false }
         let message = Array(path.utf8)
         var valid = false
         for pair in pairs {
@@ -124,28 +125,5 @@ public struct URLSignature: Sendable {
         case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
         default: nil
         }
-    }
-
-    /// URL-safe base64 without padding.
-    static func base64URL(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-
-    /// Bytes from URL-safe base64, padded or not; `nil` for anything else.
-    static func decodeBase64URL(_ text: some StringProtocol) -> [UInt8]? {
-        var standard = ""
-        standard.reserveCapacity(text.utf8.count + 3)
-        for character in text.unicodeScalars {
-            switch character {
-            case "-": standard.append("+")
-            case "_": standard.append("/")
-            case "+", "/": return nil
-            default: standard.unicodeScalars.append(character)
-            }
-        }
-        while standard.utf8.count % 4 != 0 { standard.append("=") }
-        return Data(base64Encoded: standard).map { [UInt8]($0) }
     }
 }
