@@ -513,15 +513,19 @@ public final class ImageService: Service, Sendable {
             && (passesThrough || url.format == .svg || (url.format == nil && !configuration.alwaysRasterizeSVG))
         var result: ProcessedResult
         if passesThrough || svgPassesThrough {
-            let info = try header(of: source.bytes, limits: limits)
+            let info: ImageInfo
             var bytes = source.bytes
-            if info.format == .svg {
+            if sourceFormat == .svg {
+                // Sanitised once: the document sent and its size come from the same read.
                 do {
-                    bytes = try ImageDecoder(options: loader.configuration.decodingOptions).sanitizedSVG(
-                        .bytes(source.bytes))
+                    (bytes, info) = try ImageDecoder(options: loader.configuration.decodingOptions)
+                        .sanitizedSVGAndInfo(.bytes(source.bytes))
                 } catch {
                     throw ServiceError.from(error)
                 }
+                try limits.checkPixels(of: info)
+            } else {
+                info = try header(of: source.bytes, limits: limits)
             }
             var made = meta(
                 source, url, allowed, format: nil, now: now, expires: expires, contentType: info.contentType)

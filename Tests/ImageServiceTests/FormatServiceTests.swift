@@ -11,17 +11,12 @@ import Testing
 struct FormatServiceTests {
     typealias References = ProcessingReferenceTests
 
-    /// The repository's Fixtures folder.
-    enum Fixtures {
-        static let root = FixturePaths.root
-    }
-
     /// A source folder with the fixtures these tests ask for, and an SVG with a script.
     static func withSources(_ body: (String) async throws -> Void) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("formats-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let fixtures = Fixtures.root
+        let fixtures = FixturePaths.root
         for (source, name) in [
             ("formats/shapes.svg", "shapes.svg"), ("formats/ico-png-sizes.ico", "icon.ico"),
             ("images/png-rgba8.png", "photo.png"), ("images/gif-animation.gif", "animation.gif"),
@@ -96,7 +91,7 @@ struct FormatServiceTests {
                     await References.get(service, "/_/w:240/plain/local:///shapes.svg@png"), "png")
                 let image = try ImageDecoder().decode(.bytes(Array(png.body.readableBytesView)))
                 #expect(image.width == 240 && image.height == 160)
-                let reference = try ImageDecoder().decode(.file(path: Fixtures.root + "/formats/shapes.resvg.png"))
+                let reference = try ImageDecoder().decode(.file(path: FixturePaths.root + "/formats/shapes.resvg.png"))
                 let small = try ImageDecoder().decode(
                     .bytes(
                         Array(
@@ -128,7 +123,7 @@ struct FormatServiceTests {
                     await References.get(service, "/_/rs:fit:16:16/plain/local:///icon.ico@png"), "ico")
                 let image = try ImageDecoder().decode(.bytes(Array(result.body.readableBytesView)))
                 let reference = try ImageDecoder().decode(
-                    .file(path: Fixtures.root + "/formats/ico-png-sizes.16.ref.png"))
+                    .file(path: FixturePaths.root + "/formats/ico-png-sizes.16.ref.png"))
                 #expect(
                     image.width == 16 && PixelDifference(image.straightAlpha(), reference.straightAlpha()).maximum <= 2)
             }

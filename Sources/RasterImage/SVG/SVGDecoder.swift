@@ -42,7 +42,12 @@ enum SVGDecoder: FormatDecoder {
     }
 
     static func info(_ reader: ByteReader, limits: DecodingLimits) throws -> ImageInfo {
-        let size = pixelSize(try sanitized(reader, limits: limits), limits: limits)
+        info(of: try sanitized(reader, limits: limits), limits: limits)
+    }
+
+    /// The facts of a sanitised document: the size it is drawn at, with alpha.
+    static func info(of document: SVGSanitizer.Sanitized, limits: DecodingLimits) -> ImageInfo {
+        let size = pixelSize(document, limits: limits)
         return ImageInfo(format: .svg, width: size.width, height: size.height, hasAlpha: true)
     }
 
@@ -125,11 +130,20 @@ extension ImageDecoder {
     /// let safe = try ImageDecoder().sanitizedSVG(.bytes(upload))
     /// ```
     public func sanitizedSVG(_ source: ImageSource) throws(ImageDecodingError) -> [UInt8] {
+        try sanitizedSVGAndInfo(source).bytes
+    }
+
+    /// The sanitised document and its facts, from one read (a service passing an SVG
+    /// through needs both).
+    package func sanitizedSVGAndInfo(_ source: ImageSource) throws(ImageDecodingError) -> (
+        bytes: [UInt8], info: ImageInfo
+    ) {
         try ImageDecoder.run(source, options.limits) { reader, decoder in
             guard decoder.format == .svg else {
                 throw ImageDecodingError(.unsupported, format: decoder.format, message: "not an SVG document")
             }
-            return try SVGDecoder.sanitized(reader, limits: options.limits).bytes
+            let document = try SVGDecoder.sanitized(reader, limits: options.limits)
+            return (document.bytes, SVGDecoder.info(of: document, limits: options.limits))
         }
     }
 }
