@@ -155,19 +155,19 @@ func fuzzProcessingURL(_ bytes: [UInt8]) {
         for (width, height) in [(1, 1), (100_000, 1), (1, 100_000), (65_535, 65_535), (3, 7)] {
             for maxSide in [1, 8192, Int.max] {
                 _ = url.options.thumbnailOptions(sourceWidth: width, sourceHeight: height, maxResultSide: maxSide)
-                _ = ProcessingPlan(
+                _ = ImgproxyGeometry(
                     options: url.options, sourceWidth: width, sourceHeight: height, maxResultSide: maxSide)
             }
         }
         // The whole processing of a 7x5 image, limited so the fuzzer explores, not allocates.
-        let planner = ProcessingChoice.Planner(
+        let processor = RequestProcessor(
             options: url.options,
             limits: EffectiveLimits(
                 maxSourceBytes: 1 << 20, maxSourcePixels: 1 << 20, maxResultSide: 64, maxAnimationFrames: 1,
                 maxAnimationFramePixels: 1 << 20),
-            decodingLimits: fuzzLimits, exif: nil, format: { _, _ in .png }, output: { _, _, _, _ in .png(PNGEncoder()) },
+            decodingLimits: fuzzLimits, exif: nil, format: { _, _ in .png }, encoders: ResultEncoders(.init()),
             shrinkOnLoad: .fastest, watermark: fuzzWatermark)
-        _ = try? planner.encoded(fuzzSmallPNG, decoder: ImageDecoder())
+        _ = try? processor.encoded(fuzzSmallPNG, decoder: ImageDecoder())
         _ = try? policy.check(url.source)
         _ = ResponseRules.contentDisposition(
             filename: url.options.filename, source: path, format: url.format, attachment: url.options.returnAttachment)
@@ -187,8 +187,8 @@ func fuzzProcessingURL(_ bytes: [UInt8]) {
     }
 }
 
-nonisolated let fuzzRules: ProcessingURL.Rules = {
-    var rules = ProcessingURL.Rules()
+nonisolated let fuzzRules: URLRules = {
+    var rules = URLRules()
     rules.allowsSecurityOptions = true
     try? rules.addPreset("default=q:70")
     try? rules.addPreset("p=rs:fill:10:10/pr:q")
@@ -196,13 +196,13 @@ nonisolated let fuzzRules: ProcessingURL.Rules = {
     return rules
 }()
 
-nonisolated let fuzzInfoRules: ProcessingURL.Rules = {
+nonisolated let fuzzInfoRules: URLRules = {
     var rules = fuzzRules
     rules.forInfo = true
     return rules
 }()
 
-nonisolated let fuzzOnlyPresets: ProcessingURL.Rules = {
+nonisolated let fuzzOnlyPresets: URLRules = {
     var rules = fuzzRules
     rules.onlyPresets = true
     return rules

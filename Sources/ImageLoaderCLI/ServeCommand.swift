@@ -225,25 +225,15 @@ struct ServeCommand: AsyncParsableCommand {
     /// `NAME=OPTIONS` with options a URL takes is a usage error.
     func urlRules(
         _ settings: Settings, configuration: inout ImageService.Configuration, environment: ImgproxyEnvironment
-    ) throws -> ProcessingURL.Rules {
-        var rules = ProcessingURL.Rules()
+    ) throws -> URLRules {
+        var rules = URLRules()
         try compatibility.apply(to: &configuration, rules: &rules, environment: environment)
         rules.onlyPresets = settings.onlyPresets
         rules.allowsSecurityOptions = settings.allowSecurityOptions
-        for definition in settings.presets {
-            let trimmed = definition.trimmingCharacters(in: .whitespaces)
-            guard !trimmed.isEmpty, !trimmed.hasPrefix("#") else { continue }
-            let halves = trimmed.split(separator: "=", omittingEmptySubsequences: false)
-            guard halves.count == 2, !halves[0].trimmingCharacters(in: .whitespaces).isEmpty,
-                !halves[1].trimmingCharacters(in: .whitespaces).isEmpty
-            else {
-                throw ValidationError("preset \(definition) is not NAME=OPTIONS (as thumb=rs:fill:300:300/q:80)")
-            }
-        }
         do {
             try rules.addPresets(settings.presets)
         } catch {
-            throw ValidationError("presets: \(error)")
+            throw ValidationError(error.description)
         }
         return rules
     }
@@ -388,7 +378,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard (1...100).contains(settings.quality), (0...9).contains(pngCompression) else {
             throw ValidationError("--quality is 1 to 100, --png-compression 0 to 9")
         }
-        for name in settings.formatQuality.keys where ProcessingOptions.Format(name: name) == nil {
+        for name in settings.formatQuality.keys where ResultFormat(name: name) == nil {
             throw ValidationError("--format-quality: \(name) is not a format")
         }
         settings.autoWebP = try autoWebp ?? environment.flag("IMGPROXY_AUTO_WEBP") ?? false
@@ -511,7 +501,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.quality = settings.quality
         configuration.formatQuality = Dictionary(
             uniqueKeysWithValues: settings.formatQuality.compactMap { name, value in
-                ProcessingOptions.Format(name: name).map { ($0, value) }
+                ResultFormat(name: name).map { ($0, value) }
             })
         configuration.autoWebP = settings.autoWebP
         configuration.autoAVIF = settings.autoAVIF

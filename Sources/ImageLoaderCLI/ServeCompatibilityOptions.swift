@@ -188,14 +188,14 @@ struct ServeCompatibilityOptions: ParsableArguments {
     /// Sets what these options and their variables say on `configuration`, `rules` and
     /// `signature`; every value checked.
     func apply(
-        to configuration: inout ImageService.Configuration, rules: inout ProcessingURL.Rules,
+        to configuration: inout ImageService.Configuration, rules: inout URLRules,
         environment: ImgproxyEnvironment
     ) throws {
         func on(_ flag: Bool, _ name: String) throws -> Bool { try flag || environment.flag(name) == true }
         let preferred = try formats(preferredFormat, "--preferred-format", environment, "IMGPROXY_PREFERRED_FORMATS")
         if !preferred.isEmpty {
             configuration.preferredFormats = try preferred.map {
-                guard let format = ProcessingOptions.Format(name: $0) else {
+                guard let format = ResultFormat(name: $0) else {
                     throw ValidationError("--preferred-format: \($0) is not a format results are written in")
                 }
                 return format
@@ -206,7 +206,7 @@ struct ServeCompatibilityOptions: ParsableArguments {
                 skipProcessingFormat, "--skip-processing-format", environment, "IMGPROXY_SKIP_PROCESSING_FORMATS"
             )
             .map {
-                guard let format = ProcessingOptions.sourceFormat(named: $0) else {
+                guard let format = ImageFormat(imgproxyName: $0) else {
                     throw ValidationError("--skip-processing-format: \($0) is not an image format")
                 }
                 return format
@@ -243,7 +243,7 @@ struct ServeCompatibilityOptions: ParsableArguments {
         rules.urlReplacements = try replacements.map { entry in
             let parts = entry.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard parts.count == 2,
-                let replacement = ProcessingURL.Rules.URLReplacement(
+                let replacement = URLRules.URLReplacement(
                     wildcard: String(parts[0]), template: String(parts[1]))
             else { throw ValidationError("--url-replacement \(entry) is not PATTERN=REPLACEMENT") }
             return replacement

@@ -129,7 +129,7 @@ struct ServeStorageOptions: ParsableArguments {
             } else {
                 for entry in given {
                     let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)
-                    guard parts.count == 2, ProcessingURL.objectStorageSchemes[parts[0]] != nil, !parts[1].isEmpty
+                    guard parts.count == 2, SourcePolicy.objectStorageSchemes[parts[0]] != nil, !parts[1].isEmpty
                     else {
                         throw ValidationError("\(option) \(entry) is not SCHEME:BUCKET (s3:photos, gs:..., abs:...)")
                     }
@@ -140,7 +140,7 @@ struct ServeStorageOptions: ParsableArguments {
         }
         if let text = resultStorage ?? environment.text("IMAGELOADER_RESULT_STORAGE") {
             guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
-                let flag = ProcessingURL.objectStorageSchemes[scheme], url.host?.isEmpty == false
+                let flag = SourcePolicy.objectStorageSchemes[scheme], url.host?.isEmpty == false
             else {
                 throw ValidationError("--result-storage \(text) is not s3://BUCKET/PREFIX, gs://... or abs://...")
             }

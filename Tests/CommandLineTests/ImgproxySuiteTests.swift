@@ -1,8 +1,9 @@
 import Foundation
-import ImageService
 import RasterImage
 import TestSupport
 import Testing
+
+@testable import ImageService
 
 /// imgproxy's own test suite (github.com/imgproxy/imgproxy v4.0.12: `integration_test/`,
 /// `handlers/`, `server/`, `clientfeatures/`, `processing/`), ported as black-box

@@ -13,7 +13,7 @@ struct ImgproxyParserTests {
             .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
-    static func parse(_ path: String, rules: ProcessingURL.Rules = ProcessingURL.Rules()) throws -> ProcessingURL {
+    static func parse(_ path: String, rules: URLRules = URLRules()) throws -> ProcessingURL {
         try ProcessingURL.parse("/unsafe" + path, signature: nil, allowsUnsigned: true, rules: rules)
     }
 
@@ -112,7 +112,7 @@ struct ImgproxyParserTests {
 
     @Test("TestParsePreset*: NAME=OPTIONS; no =, an empty name or value, a bad option refused; blanks and # skipped")
     func presets() throws {
-        var rules = ProcessingURL.Rules()
+        var rules = URLRules()
         try rules.addPresets(["test=resize:fit:100:200/sharpen:2"])
         #expect(
             rules.presets["test"]
@@ -121,16 +121,16 @@ struct ImgproxyParserTests {
             "resize:fit:100:200/sharpen:2", "=resize:fit:100:200/sharpen:2", "test=",
             "test=resize:fit:100:200/sharpen:2/blur", "test=resize:fit:-1:-2/sharpen:2",
         ] {
-            var fresh = ProcessingURL.Rules()
-            #expect(throws: ProcessingURL.Failure.self, "\(bad)") { try fresh.addPresets([bad]) }
+            var fresh = URLRules()
+            #expect(throws: URLRules.InvalidPreset.self, "\(bad)") { try fresh.addPresets([bad]) }
         }
         for ignored in ["   ", "#  test=resize:fit:100:200/sharpen:2"] {
-            var fresh = ProcessingURL.Rules()
+            var fresh = URLRules()
             try fresh.addPresets([ignored])
             #expect(fresh.presetNames.isEmpty, "\(ignored)")
         }
         // A preset may name one defined after it.
-        var forward = ProcessingURL.Rules()
+        var forward = URLRules()
         try forward.addPresets(["a=preset:b", "b=q:50"])
         #expect(try Self.parse("/pr:a/plain/http://images.dev/x.jpg", rules: forward).options.quality == 50)
     }
@@ -144,12 +144,12 @@ struct ImgproxyParserTests {
         #expect(Self.source(url) == origin && url.format == .png)
         url = try Self.parse("/size:100:100/\(Self.base64(origin))")
         #expect(Self.source(url) == origin && url.format == nil)
-        var withName = ProcessingURL.Rules()
+        var withName = URLRules()
         withName.base64URLIncludesFilename = true
         url = try Self.parse("/size:100:100/\(Self.base64(origin)).png/puppy.jpg", rules: withName)
         #expect(Self.source(url) == origin && url.format == .png)
 
-        var based = ProcessingURL.Rules()
+        var based = URLRules()
         based.baseURL = "http://images.dev/"
         url = try Self.parse("/size:100:100/\(Self.base64("lorem/ipsum.jpg?param=value")).png", rules: based)
         #expect(Self.source(url) == "http://images.dev/lorem/ipsum.jpg?param=value")
@@ -158,7 +158,7 @@ struct ImgproxyParserTests {
         url = try Self.parse("/size:100:100/plain/lorem%2Fipsum.jpg%3Fparam%3Dvalue@png", rules: based)
         #expect(Self.source(url) == "http://images.dev/lorem/ipsum.jpg?param=value")
 
-        var replaced = ProcessingURL.Rules()
+        var replaced = URLRules()
         replaced.urlReplacements = [
             try #require(.init(pattern: "^test://([^/]*)/", template: "test2://images.dev/${1}/dolor/")),
             try #require(.init(pattern: "^test2://", template: "http://")),
@@ -168,7 +168,7 @@ struct ImgproxyParserTests {
         url = try Self.parse("/size:100:100/plain/test://lorem/ipsum.jpg@png", rules: replaced)
         #expect(Self.source(url) == "http://images.dev/lorem/dolor/ipsum.jpg")
         // The same rewrite in IMGPROXY_URL_REPLACEMENTS' wildcard form.
-        var wildcard = ProcessingURL.Rules()
+        var wildcard = URLRules()
         wildcard.urlReplacements = [
             try #require(.init(wildcard: "test://*/", template: "test2://images.dev/${1}/dolor/")),
             try #require(.init(wildcard: "test2://", template: "http://")),
@@ -182,7 +182,7 @@ struct ImgproxyParserTests {
 
     @Test("TestParseWithArgumentsSeparator, TestParsePathFormat, Preset*, Skip*, Expires*, OnlyPresets, AllowedOptions")
     func options() throws {
-        var comma = ProcessingURL.Rules()
+        var comma = URLRules()
         comma.argumentsSeparator = ","
         var url = try Self.parse("/size,100,100,1/plain/http://images.dev/lorem/ipsum.jpg", rules: comma)
         #expect(url.options.width == 100 && url.options.height == 100 && url.options.enlarge)
@@ -204,15 +204,15 @@ struct ImgproxyParserTests {
             try Self.parse("/plain/local:///test1.png@xyz")
         }
 
-        var presets = ProcessingURL.Rules()
+        var presets = URLRules()
         try presets.addPresets(["test1=resizing_type:fill", "test2=blur:0.2/quality:50"])
         url = try Self.parse("/preset:test1:test2/plain/http://images.dev/lorem/ipsum.jpg", rules: presets)
         #expect(url.options.resizingType == .fill && url.options.blur == 0.2 && url.options.quality == 50)
-        var defaults = ProcessingURL.Rules()
+        var defaults = URLRules()
         try defaults.addPresets(["default=resizing_type:fill/blur:0.2/quality:50"])
         url = try Self.parse("/quality:70/plain/http://images.dev/lorem/ipsum.jpg", rules: defaults)
         #expect(url.options.resizingType == .fill && url.options.blur == 0.2 && url.options.quality == 70)
-        var loop = ProcessingURL.Rules()
+        var loop = URLRules()
         try loop.addPresets(["test1=resizing_type:fill/preset:test2", "test2=blur:0.2/preset:test1"])
         url = try Self.parse("/preset:test1/plain/http://images.dev/lorem/ipsum.jpg", rules: loop)
         #expect(url.options.resizingType == .fill && url.options.blur == 0.2)
@@ -227,7 +227,7 @@ struct ImgproxyParserTests {
         #expect(try Self.parse("/exp:32503669200/plain/http://images.dev/a.jpg").options.expires == 32_503_669_200)
         #expect(throws: ProcessingURL.Failure.self) { try Self.parse("/exp:1609448400/plain/http://images.dev/a.jpg") }
 
-        var only = ProcessingURL.Rules()
+        var only = URLRules()
         only.onlyPresets = true
         try only.addPresets(["test1=blur:0.2", "test2=quality:50"])
         let origin = "http://images.dev/lorem/ipsum.jpg"
@@ -237,7 +237,7 @@ struct ImgproxyParserTests {
         url = try Self.parse("/test1:test2/\(Self.base64(origin + "?param=value")).png", rules: only)
         #expect(url.options.quality == 50 && Self.source(url) == origin + "?param=value")
 
-        var allowed = ProcessingURL.Rules()
+        var allowed = URLRules()
         allowed.allowedOptions = ["w", "h", "pr"]
         try allowed.addPresets(["test1=blur:0.2"])
         let encoded = Self.base64(origin + "?param=value")

@@ -81,7 +81,7 @@ struct ProcessingHandlingTests {
 
     @Test("presets: named, the default one first, presets inside presets, only presets")
     func presets() async throws {
-        var rules = ProcessingURL.Rules()
+        var rules = URLRules()
         try rules.addPreset("default=q:70/ar:1")
         try rules.addPreset("square=rs:fill:50:50")
         try rules.addPreset("small=pr:square/w:20")
@@ -97,8 +97,8 @@ struct ProcessingHandlingTests {
         #expect(throws: ProcessingURL.Failure.unknownPreset("none")) {
             try ProcessingURL.parse("/_/pr:none\(source)", signature: nil, allowsUnsigned: true, rules: rules)
         }
-        #expect(throws: ProcessingURL.Failure.self) { try rules.addPreset("bad=w:-1") }
-        #expect(throws: ProcessingURL.Failure.self) { try rules.addPreset("no-equals") }
+        #expect(throws: URLRules.InvalidPreset.self) { try rules.addPreset("bad=w:-1") }
+        #expect(throws: URLRules.InvalidPreset.self) { try rules.addPreset("no-equals") }
         // Only presets: the first segment names presets, separated as arguments are, and
         // nothing else is an option (imgproxy's form).
         rules.onlyPresets = true
@@ -109,7 +109,7 @@ struct ProcessingHandlingTests {
             try ProcessingURL.parse("/_/w:10\(source)", signature: nil, allowsUnsigned: true, rules: rules)
         }
         // Through the service: the preset's size.
-        var serviceRules = ProcessingURL.Rules()
+        var serviceRules = URLRules()
         try serviceRules.addPreset("thumb=rs:fill:40:30")
         var configuration = References.configuration()
         configuration.urlRules = serviceRules
@@ -126,7 +126,7 @@ struct ProcessingHandlingTests {
         try await References.withService { service in
             #expect(Self.failure(await References.get(service, "/_/msr:0.01\(source)"))?.status == 403)
         }
-        var rules = ProcessingURL.Rules()
+        var rules = URLRules()
         rules.allowsSecurityOptions = true
         var configuration = References.configuration()
         configuration.urlRules = rules

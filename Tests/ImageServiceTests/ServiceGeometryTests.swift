@@ -204,7 +204,7 @@ struct ServiceGeometryTests {
 
     @Test("every row's thumbnail options give imgproxy's size", arguments: rows)
     func sizes(_ row: Row) throws {
-        let thumbnail = try row.options.thumbnailOptions(
+        let thumbnail = row.options.thumbnailOptions(
             sourceWidth: row.source.0, sourceHeight: row.source.1, maxResultSide: 8192)
         let size = try thumbnail.resultSize(sourceWidth: row.source.0, sourceHeight: row.source.1)
         #expect(size.width == row.result.0 && size.height == row.result.1, "\(row): \(size)")
@@ -226,7 +226,7 @@ struct ServiceGeometryTests {
                         var sizes: [String: [ThumbnailOptions: (Int, Int)]] = [:]
                         return try rows.map { row -> (Int, Int) in
                             let key = "\(row.source.0)x\(row.source.1)"
-                            let options = try row.options.thumbnailOptions(
+                            let options = row.options.thumbnailOptions(
                                 sourceWidth: row.source.0, sourceHeight: row.source.1, maxResultSide: 8192)
                             if let size = sizes[key]?[options] { return size }
                             let image: [UInt8]
@@ -263,7 +263,7 @@ struct ServiceGeometryTests {
         // Padding counts toward the limit: 8192 wide with 100 on each side is scaled by 8192/8392.
         var padded = ProcessingOptions()
         (padded.width, padded.padding.left, padded.padding.right) = (8192, 100, 100)
-        let plan = ProcessingPlan(options: padded, sourceWidth: 20_000, sourceHeight: 10_000, maxResultSide: 8192)
+        let plan = ImgproxyGeometry(options: padded, sourceWidth: 20_000, sourceHeight: 10_000, maxResultSide: 8192)
         let padding = plan.padding(padded)
         #expect(plan.scaledWidth + padding.left + padding.right <= 8192)
     }

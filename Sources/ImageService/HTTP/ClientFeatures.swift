@@ -10,22 +10,22 @@ import HTTPTypes
 /// let features = ClientFeatures(
 ///     accept: "image/avif,image/webp,*/*", dpr: nil, width: nil, configuration: configuration)
 /// ```
-package struct ClientFeatures: Hashable, Sendable {
+struct ClientFeatures: Hashable, Sendable {
     /// Formats the client takes that the service prefers when the URL names none
     /// (`IMGPROXY_AUTO_*` or `IMGPROXY_ENFORCE_*`).
-    package var prefers: Set<ProcessingOptions.Format> = []
+    var prefers: Set<ProcessingOptions.Format> = []
     /// Formats the client takes that the service answers in even when the URL names
     /// another (`IMGPROXY_ENFORCE_*`).
-    package var enforces: Set<ProcessingOptions.Format> = []
+    var enforces: Set<ProcessingOptions.Format> = []
     /// The device pixel ratio the client states (above 0, at most 8).
-    package var dpr: Double?
+    var dpr: Double?
     /// The width in physical pixels the client states (above 0).
-    package var width: Int?
+    var width: Int?
 
-    package init() {}
+    init() {}
 
     /// The features of a request with these header fields under `configuration`.
-    package init(
+    init(
         accept: String?, dpr: [String?], width: [String?], configuration: ImageService.Configuration
     ) {
         if let accept {

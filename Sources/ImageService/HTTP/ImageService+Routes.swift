@@ -13,7 +13,7 @@ extension ImageService {
     ///
     /// | route | answer |
     /// |---|---|
-    /// | `GET /{signature}/{options}/{source}` | the processed image (see ``ProcessingURL``) |
+    /// | `GET /{signature}/{options}/{source}` | the processed image (imgproxy's URL format: ``ImgproxyURL`` builds them) |
     /// | `POST /info` | the body's `ImageDescription` as JSON: format, size, frames, alpha, orientation, colour profile, EXIF fields, dominant colours, BlurHash and ThumbHash |
     /// | `GET /info/{signature}/{options}/{source}` | the same for a source, signed as image URLs are; `bh:{x}:{y}` sets BlurHash's components |
     /// | `POST /upload/{options}` | the thumbnail of the body (when ``Configuration/allowsUploads``) |

@@ -3,7 +3,7 @@ import Foundation
 import RasterImage
 
 /// How the service answers: the output format, and the validators a cache keys on.
-package enum ResponseRules {
+enum ResponseRules {
     /// The output format of a processed image, as imgproxy decides it
     /// (`determineOutputFormat`): with a format in the URL, that one, unless the client
     /// takes a format the service enforces (JPEG XL, then AVIF, then HEIC, for stills;
@@ -18,7 +18,7 @@ package enum ResponseRules {
     ///     expectsTransparency: false, preferred: [.jpeg, .png, .gif])
     /// // .gif
     /// ```
-    package static func outputFormat(
+    static func outputFormat(
         requested: ProcessingOptions.Format?, features: ClientFeatures, source: ImageFormat?, animated: Bool,
         expectsTransparency: Bool, preferred: [ProcessingOptions.Format]
     ) -> ProcessingOptions.Format {
@@ -53,7 +53,7 @@ package enum ResponseRules {
 
     /// Whether an `If-None-Match` value matches `tag` (`*`, or any listed tag, compared
     /// weakly as RFC 9110 says for GET).
-    package static func matches(ifNoneMatch header: String, tag: String) -> Bool {
+    static func matches(ifNoneMatch header: String, tag: String) -> Bool {
         // Compared without `W/` and quotes, as imgproxy compares them: an origin's
         // unquoted tag matches its quoted form.
         func opaque(_ text: some StringProtocol) -> Substring {
@@ -73,7 +73,7 @@ package enum ResponseRules {
 
 extension ProcessingOptions.Format {
     /// The media type of the format.
-    package var contentType: String {
+    var contentType: String {
         switch self {
         case .jpeg: "image/jpeg"
         case .png: "image/png"
@@ -156,7 +156,7 @@ extension ResponseRules {
     /// ResponseRules.contentDisposition(filename: "café", source: "https://a.example/x.png", format: .webp, attachment: true)
     /// // attachment; filename="caf_.webp"; filename*=UTF-8''caf%C3%A9.webp
     /// ```
-    package static func contentDisposition(
+    static func contentDisposition(
         filename: String?, source: String, format: ProcessingOptions.Format?, attachment: Bool
     ) -> String {
         contentDisposition(
@@ -164,7 +164,7 @@ extension ResponseRules {
     }
 
     /// The same with the extension given as text (a source passed through, whatever its format).
-    package static func contentDisposition(
+    static func contentDisposition(
         filename: String?, source: String, fileExtension: String?, attachment: Bool
     ) -> String {
         var name = filename ?? ""

@@ -20,6 +20,9 @@ public struct SourcePolicy: Sendable, Hashable {
     /// Per scheme, buckets never served (imgproxy's `IMGPROXY_S3_DENIED_BUCKETS`, ...).
     public var deniedBuckets: [String: Set<String>] = [:]
 
+    /// The object stores' schemes, with the `serve` option that enables each.
+    package static let objectStorageSchemes = ["s3": "--use-s3", "gs": "--use-gcs", "abs": "--use-abs"]
+
     /// Sources starting with one of `allowedPrefixes` (any, when empty); `local:///` under `localRoot`.
     public init(allowedPrefixes: [String] = [], localRoot: String? = nil) {
         self.allowedPrefixes = allowedPrefixes
@@ -27,7 +30,7 @@ public struct SourcePolicy: Sendable, Hashable {
     }
 
     /// What to fetch, once allowed.
-    public enum Allowed: Sendable, Hashable {
+    enum Allowed: Sendable, Hashable {
         case remote(URL)
         /// A file's real path, symbolic links resolved, inside the local root.
         case file(String)
@@ -40,7 +43,7 @@ public struct SourcePolicy: Sendable, Hashable {
     }
 
     /// Checks `source` against the prefixes and, for a local path, the root.
-    public func check(_ source: ProcessingURL.Source) throws(Forbidden) -> Allowed {
+    func check(_ source: ProcessingURL.Source) throws(Forbidden) -> Allowed {
         switch source {
         case .remote(let url):
             let text = url.absoluteString

@@ -23,9 +23,9 @@ extension ProcessingOptions {
     /// ```swift
     /// let thumbnail = request.options.thumbnailOptions(sourceWidth: 4000, sourceHeight: 3000, maxResultSide: 8192)
     /// ```
-    public func thumbnailOptions(sourceWidth: Int, sourceHeight: Int, maxResultSide: Int) -> ThumbnailOptions {
+    func thumbnailOptions(sourceWidth: Int, sourceHeight: Int, maxResultSide: Int) -> ThumbnailOptions {
         let limit = max(1, min(maxResultSide, ThumbnailOptions.maxSide))
-        let plan = ProcessingPlan(
+        let plan = ImgproxyGeometry(
             options: self, sourceWidth: sourceWidth, sourceHeight: sourceHeight, maxResultSide: limit)
         let (resultWidth, resultHeight) = plan.outputSize(self)
         var options: ThumbnailOptions

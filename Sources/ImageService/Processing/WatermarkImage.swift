@@ -35,11 +35,11 @@ final class WatermarkImage: Sendable {
     func drawn(over result: RasterImage, options: ProcessingOptions.Watermark, dpr: Double) -> RasterImage {
         var (width, height) = (image.width, image.height)
         if options.scale > 0 {
-            let boxWidth = max(1, ProcessingPlan.scaleToEven(result.width, options.scale))
-            let boxHeight = max(1, ProcessingPlan.scaleToEven(result.height, options.scale))
+            let boxWidth = max(1, ImgproxyGeometry.scaleToEven(result.width, options.scale))
+            let boxHeight = max(1, ImgproxyGeometry.scaleToEven(result.height, options.scale))
             let fit = min(Double(boxWidth) / Double(width), Double(boxHeight) / Double(height))
-            width = max(1, ProcessingPlan.scale(width, fit))
-            height = max(1, ProcessingPlan.scale(height, fit))
+            width = max(1, ImgproxyGeometry.scale(width, fit))
+            height = max(1, ImgproxyGeometry.scale(height, fit))
         }
         let mark = resized(width: width, height: height)
         let alpha = options.opacity * opacity
@@ -47,15 +47,16 @@ final class WatermarkImage: Sendable {
         switch options.position {
         case .gravity(let type):
             let gravity = ProcessingOptions.Gravity(type, x: options.x, y: options.y)
-            let (x, y) = ProcessingPlan.position(
+            let (x, y) = ImgproxyGeometry.position(
                 width: result.width, height: result.height, innerWidth: mark.width, innerHeight: mark.height,
                 gravity: gravity, dpr: dpr, allowsOverflow: true)
             places = [PixelPoint(x: x, y: y)]
         case .tiled:
             let stepX =
-                mark.width + max(0, min(result.width, ProcessingPlan.offset(options.x, of: result.width, dpr: dpr)))
+                mark.width + max(0, min(result.width, ImgproxyGeometry.offset(options.x, of: result.width, dpr: dpr)))
             let stepY =
-                mark.height + max(0, min(result.height, ProcessingPlan.offset(options.y, of: result.height, dpr: dpr)))
+                mark.height
+                + max(0, min(result.height, ImgproxyGeometry.offset(options.y, of: result.height, dpr: dpr)))
             // One layer of the result's size holding every tile, drawn once: the work and the
             // memory follow the result's pixels, however small the mark is scaled.
             return result.composited(

@@ -17,16 +17,16 @@ import RasterImage
 /// request.options.width       // 300
 /// request.source              // .remote(https://example.com/cat.jpg)
 /// ```
-public struct ProcessingURL: Sendable, Hashable {
+struct ProcessingURL: Sendable, Hashable {
     /// The options, in the order applied.
-    public var options: ProcessingOptions
+    var options: ProcessingOptions
     /// Where the image comes from.
-    public var source: Source
+    var source: Source
     /// The output format the URL names (its extension, or `f:`), if any.
-    public var format: ProcessingOptions.Format? { options.format }
+    var format: ProcessingOptions.Format? { options.format }
 
     /// Where the image comes from.
-    public enum Source: Sendable, Hashable {
+    enum Source: Sendable, Hashable {
         /// An http or https URL, or an object in a store (`s3://bucket/key`,
         /// `gs://bucket/object`, `abs://container/blob`).
         case remote(URL)
@@ -38,7 +38,7 @@ public struct ProcessingURL: Sendable, Hashable {
     /// names nothing the service can make (malformed, an unknown or invalid option, a
     /// preset it does not have, an option the allowed list leaves out, expired), 403 for
     /// one it may not make (the signature, a security option not allowed).
-    public enum Failure: Error, Sendable, Hashable, CustomStringConvertible {
+    enum Failure: Error, Sendable, Hashable, CustomStringConvertible {
         /// No signature segment, no source, or an empty segment.
         case malformedPath
         /// An option the service does not know.
@@ -55,7 +55,7 @@ public struct ProcessingURL: Sendable, Hashable {
         case unknownPreset(String)
         /// A security option (`msr`, `msfs`, `maf`, `mafr`, `mrd`) without `--allow-security-options` (403).
         case forbiddenOption(String)
-        /// An option the allowed list (``Rules/allowedOptions``) leaves out.
+        /// An option the allowed list (``URLRules/allowedOptions``) leaves out.
         case optionNotAllowed(String)
         /// `exp` is in the past.
         case expired
@@ -64,7 +64,7 @@ public struct ProcessingURL: Sendable, Hashable {
         case cannotWrite(String)
 
         /// The HTTP status the service answers with (imgproxy's).
-        public var status: Int {
+        var status: Int {
             switch self {
             case .badSignature, .unsignedNotAllowed, .forbiddenOption: 403
             case .cannotWrite: 422
@@ -73,7 +73,7 @@ public struct ProcessingURL: Sendable, Hashable {
         }
 
         /// The text the service answers with.
-        public var description: String {
+        var description: String {
             switch self {
             case .malformedPath: "malformed processing URL"
             case .unknownOption(let name): "unknown option \(name)"
@@ -96,117 +96,6 @@ public struct ProcessingURL: Sendable, Hashable {
         var arguments: [String]
     }
 
-    /// What a service allows in URLs beyond the options themselves: presets, security
-    /// options, the allowed options, the argument separator, the base URL and
-    /// replacements of sources, and the clock `expires` is judged by.
-    ///
-    /// ```swift
-    /// var rules = ProcessingURL.Rules()
-    /// try rules.addPresets(["thumb=rs:fill:300:300/q:70"])
-    /// let url = try ProcessingURL.parse("/_/pr:thumb/plain/https://example.com/a.jpg", signature: nil,
-    ///                                   allowsUnsigned: true, rules: rules)
-    /// ```
-    public struct Rules: Sendable {
-        /// Presets by name: their options, applied where `pr` names them. The `default`
-        /// preset is applied to every URL before its own options.
-        private(set) var presets: [String: [Option]] = [:]
-
-        /// The names of the presets.
-        public var presetNames: [String] { presets.keys.sorted() }
-        /// Only presets may be named: the first segment of a URL lists preset names,
-        /// separated by the argument separator (imgproxy's `IMGPROXY_ONLY_PRESETS`).
-        public var onlyPresets = false
-        /// Serve the security options (`msr`, `msfs`, `maf`, `mafr`, `mrd`); each can only
-        /// lower the service's own limit.
-        public var allowsSecurityOptions = false
-        /// The options a URL may use, by the names it writes them with (`w`, `width`...);
-        /// `nil`: all. Presets may hold others (imgproxy's `IMGPROXY_ALLOWED_PROCESSING_OPTIONS`).
-        public var allowedOptions: Set<String>?
-        /// What separates an option's name and arguments (imgproxy's `IMGPROXY_ARGUMENTS_SEPARATOR`).
-        public var argumentsSeparator: Character = ":"
-        /// Prepended to every source that does not start with it (`IMGPROXY_BASE_URL`).
-        public var baseURL: String?
-        /// Rewrites of sources, in order, before the base URL (`IMGPROXY_URL_REPLACEMENTS`).
-        public var urlReplacements: [URLReplacement] = []
-        /// A base64 source may be followed by a last segment that is only a file name,
-        /// dropped (`IMGPROXY_BASE64_URL_INCLUDES_FILENAME`).
-        public var base64URLIncludesFilename = false
-        /// The time `exp` is compared with.
-        public var now: @Sendable () -> Date = { Date() }
-        /// Parsing an `/info` URL: its own options (`bh`) are accepted.
-        var forInfo = false
-
-        public init() {}
-
-        /// Adds presets, each `NAME=OPTIONS` (options separated by `/`, as in a URL),
-        /// as imgproxy reads `IMGPROXY_PRESETS`: blank entries and `#` comments are
-        /// skipped; a preset may name presets given after it; every preset is checked
-        /// once all are known.
-        ///
-        /// Throws ``Failure`` for an entry without exactly one `=`, with an empty name or
-        /// value, or whose options are invalid or name an unknown preset.
-        public mutating func addPresets(_ definitions: [String]) throws(Failure) {
-            for definition in definitions {
-                let trimmed = definition.trimmingCharacters(in: .whitespaces)
-                guard !trimmed.isEmpty, !trimmed.hasPrefix("#") else { continue }
-                let halves = trimmed.split(separator: "=", omittingEmptySubsequences: false)
-                guard halves.count == 2 else { throw .invalidArgument(option: "preset", value: trimmed) }
-                let name = halves[0].trimmingCharacters(in: .whitespaces)
-                let value = halves[1].trimmingCharacters(in: .whitespaces)
-                guard !name.isEmpty, !value.isEmpty else { throw .invalidArgument(option: "preset", value: trimmed) }
-                let (options, rest) = ProcessingURL.options(
-                    in: value.split(separator: "/", omittingEmptySubsequences: false), self)
-                guard rest.isEmpty else { throw .invalidArgument(option: "preset", value: trimmed) }
-                presets[name] = options
-            }
-            for (name, options) in presets {
-                var check = ProcessingOptions()
-                for option in options {
-                    try check.apply(name: option.name, option.arguments, rules: self, presetsInUse: [name])
-                }
-            }
-        }
-
-        /// Adds one preset, checked at once (``addPresets(_:)`` checks a list together).
-        public mutating func addPreset(_ definition: String) throws(Failure) {
-            try addPresets([definition])
-        }
-
-        /// A source rewrite: every match of `pattern` replaced by `template`, whose
-        /// `${1}` (or `$1`) names the pattern's groups (imgproxy's `IMGPROXY_URL_REPLACEMENTS`).
-        public struct URLReplacement: @unchecked Sendable {
-            // NSRegularExpression is immutable once made, and safe to use from any thread.
-            let pattern: NSRegularExpression
-            let template: String
-
-            /// A rewrite of what `pattern` matches into `template`; `nil` when the pattern
-            /// is not a regular expression.
-            public init?(pattern: String, template: String) {
-                guard let expression = try? NSRegularExpression(pattern: pattern) else { return nil }
-                self.pattern = expression
-                self.template = template.replacingOccurrences(
-                    of: #"\$\{(\d+)\}"#, with: "\\$$1", options: .regularExpression)
-            }
-
-            /// imgproxy's form (`IMGPROXY_URL_REPLACEMENTS`): `pattern` matches from the
-            /// start, each `*` a run without `/`, the rest literally; `${1}` in `template`
-            /// is what the first `*` matched.
-            ///
-            /// ```swift
-            /// URLReplacement(wildcard: "mys3://*/", template: "https://${1}.s3.amazonaws.com/")
-            /// ```
-            public init?(wildcard pattern: String, template: String) {
-                let parts = pattern.components(separatedBy: "*").map { NSRegularExpression.escapedPattern(for: $0) }
-                self.init(pattern: "^" + parts.joined(separator: "([^/]*)"), template: template)
-            }
-
-            func apply(_ text: String) -> String {
-                pattern.stringByReplacingMatches(
-                    in: text, range: NSRange(text.startIndex..., in: text), withTemplate: template)
-            }
-        }
-    }
-
     /// Parses `path` (the request's path after any prefix, percent-encoding as received),
     /// as imgproxy does: the signature segment first; then the rest repaired where
     /// proxies and CDNs change it (`%3A` for `:` in options, `scheme:/` for `scheme://` in
@@ -214,8 +103,8 @@ public struct ProcessingURL: Sendable, Hashable {
     /// `signature`. Without one and with `allowsUnsigned`, any text without `:` stands in
     /// for the signature (imgproxy's unsigned mode: `unsafe`, `insecure`, `_`); with one,
     /// `insecure` and `_` are accepted only when `allowsUnsigned`.
-    public static func parse(
-        _ path: String, signature: URLSignature?, allowsUnsigned: Bool, rules: Rules = Rules(),
+    static func parse(
+        _ path: String, signature: URLSignature?, allowsUnsigned: Bool, rules: URLRules = URLRules(),
         starting: ProcessingOptions = ProcessingOptions()
     ) throws(Failure) -> ProcessingURL {
         var rest = Substring(path)
@@ -276,8 +165,8 @@ public struct ProcessingURL: Sendable, Hashable {
 
     /// Options alone (`/rs:fit:300:300/q:80`, the path of an upload), any extension as
     /// `f:`. Every segment must be an option.
-    public static func parseOptions(
-        _ path: Substring, rules: Rules = Rules(), starting: ProcessingOptions = ProcessingOptions()
+    static func parseOptions(
+        _ path: Substring, rules: URLRules = URLRules(), starting: ProcessingOptions = ProcessingOptions()
     ) throws(Failure) -> ProcessingOptions {
         var options = try defaults(rules, starting: starting)
         let segments = path.split(separator: "/")
@@ -289,7 +178,7 @@ public struct ProcessingURL: Sendable, Hashable {
 
     /// The options every URL starts from: `starting` (the client hints'), then the
     /// `default` preset's, when there is one.
-    private static func defaults(_ rules: Rules, starting: ProcessingOptions = ProcessingOptions()) throws(Failure)
+    private static func defaults(_ rules: URLRules, starting: ProcessingOptions = ProcessingOptions()) throws(Failure)
         -> ProcessingOptions
     {
         var options = starting
@@ -300,7 +189,7 @@ public struct ProcessingURL: Sendable, Hashable {
     /// The leading segments that are options (a name and arguments, split by the
     /// separator), and the segments after them: the source. Segments are read as
     /// imgproxy reads them: the first without a separator ends the options.
-    static func options(in segments: [some StringProtocol], _ rules: Rules) -> ([Option], [Substring]) {
+    static func options(in segments: [some StringProtocol], _ rules: URLRules) -> ([Option], [Substring]) {
         var parsed: [Option] = []
         for (index, segment) in segments.enumerated() {
             let parts = segment.split(separator: rules.argumentsSeparator, omittingEmptySubsequences: false)
@@ -310,9 +199,10 @@ public struct ProcessingURL: Sendable, Hashable {
         return (parsed, [])
     }
 
-    /// Applies a URL's options, each allowed by ``Rules/allowedOptions`` (a preset's
+    /// Applies a URL's options, each allowed by ``URLRules/allowedOptions`` (a preset's
     /// own options are not checked).
-    private static func apply(_ parsed: [Option], to options: inout ProcessingOptions, rules: Rules) throws(Failure) {
+    private static func apply(_ parsed: [Option], to options: inout ProcessingOptions, rules: URLRules) throws(Failure)
+    {
         for option in parsed {
             if let allowed = rules.allowedOptions, !allowed.contains(option.name) {
                 throw .optionNotAllowed(option.name)
@@ -323,7 +213,7 @@ public struct ProcessingURL: Sendable, Hashable {
 
     /// The part after the signature: options (or, with only presets, a segment of
     /// preset names), then the source.
-    static func parseSigned(_ signed: Substring, rules: Rules, starting: ProcessingOptions = ProcessingOptions())
+    static func parseSigned(_ signed: Substring, rules: URLRules, starting: ProcessingOptions = ProcessingOptions())
         throws(Failure) -> ProcessingURL
     {
         let segments = signed.split(separator: "/", omittingEmptySubsequences: false)
@@ -377,15 +267,12 @@ public struct ProcessingURL: Sendable, Hashable {
     }
 
     /// The source after the replacements, with the base URL in front unless it starts with it.
-    private static func rewritten(_ text: String, _ rules: Rules) -> String {
+    private static func rewritten(_ text: String, _ rules: URLRules) -> String {
         var text = text
         for replacement in rules.urlReplacements { text = replacement.apply(text) }
         guard let base = rules.baseURL, !base.isEmpty, !text.hasPrefix(base) else { return text }
         return base + text
     }
-
-    /// The object stores' schemes, with the `serve` option that enables each.
-    package static let objectStorageSchemes = ["s3": "--use-s3", "gs": "--use-gcs", "abs": "--use-abs"]
 
     private static func source(_ text: String) throws(Failure) -> Source {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased() else {

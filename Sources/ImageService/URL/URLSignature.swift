@@ -4,7 +4,7 @@ import ImageLoaderSupport
 
 /// Checks imgproxy-style URL signatures: the base64url (unpadded) HMAC-SHA256, under a
 /// key, of a salt followed by the path after the signature segment (its leading `/`
-/// included, as ``ProcessingURL/parse(_:signature:allowsUnsigned:rules:starting:)`` repairs it). Several key and salt pairs may be valid at once,
+/// included, as the service repairs it). Several key and salt pairs may be valid at once,
 /// so keys can be rotated without breaking published URLs.
 ///
 /// ```swift

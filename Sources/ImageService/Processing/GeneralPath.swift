@@ -10,7 +10,7 @@ import RasterImage
 /// to the resampler's reach at the crop's edges, and the decoder still shrinks while
 /// loading. Rotation and flips come before the crops here and the crops keep the
 /// gravity as written, which is what imgproxy's gravity adjustment amounts to.
-struct ImageProcessor: Sendable {
+struct GeneralPath: Sendable {
     let options: ProcessingOptions
     /// The source's header.
     let info: ImageInfo
@@ -24,14 +24,14 @@ struct ImageProcessor: Sendable {
 
     /// What the first decode leaves to do: trim (the plan follows from what is left),
     /// or the plan made from the header.
-    enum Planned {
+    enum Pending {
         case trim(ProcessingOptions.Trim)
-        case plan(ProcessingPlan)
+        case plan(ImgproxyGeometry)
     }
 
     /// How the source is decoded first, chosen from its header (``info``): the thumbnail
     /// options, and the plan when the header is enough to make it.
-    func firstDecode() throws -> (options: ThumbnailOptions, planned: Planned) {
+    func firstDecode() throws -> (options: ThumbnailOptions, planned: Pending) {
         let autoRotate = options.autoRotate ?? true
         let upright =
             autoRotate && info.orientation.swapsDimensions ? (info.height, info.width) : (info.width, info.height)
@@ -42,7 +42,7 @@ struct ImageProcessor: Sendable {
         }
         let turns = options.rotate / 90
         let turned = turns % 2 == 1 ? (upright.1, upright.0) : upright
-        let plan = ProcessingPlan(
+        let plan = ImgproxyGeometry(
             options: options, sourceWidth: turned.0, sourceHeight: turned.1, maxResultSide: resultSideLimit)
         try checkScaledSize(plan)
         // With a crop to come, no larger than the source: the crop is enlarged after.
@@ -50,16 +50,16 @@ struct ImageProcessor: Sendable {
         let widthScale = cropping ? min(plan.widthScale, 1) : plan.widthScale
         let heightScale = cropping ? min(plan.heightScale, 1) : plan.heightScale
         let swaps = turns % 2 == 1
-        let decodeWidth = max(1, ProcessingPlan.scale(upright.0, swaps ? heightScale : widthScale))
-        let decodeHeight = max(1, ProcessingPlan.scale(upright.1, swaps ? widthScale : heightScale))
+        let decodeWidth = max(1, ImgproxyGeometry.scale(upright.0, swaps ? heightScale : widthScale))
+        let decodeHeight = max(1, ImgproxyGeometry.scale(upright.1, swaps ? widthScale : heightScale))
         return (thumbnailOptions(width: decodeWidth, height: decodeHeight, autoRotate: autoRotate), .plan(plan))
     }
 
     /// The processed image, from the first decode that ``firstDecode()`` asked for.
-    func finish(_ decoded: RasterImage, _ planned: Planned) throws -> RasterImage {
+    func finish(_ decoded: RasterImage, _ planned: Pending) throws -> RasterImage {
         let turns = options.rotate / 90
         var image = decoded.labelled(.up)
-        let plan: ProcessingPlan
+        let plan: ImgproxyGeometry
         switch planned {
         case .trim(let trim):
             let region = image.contentRegion(
@@ -67,7 +67,7 @@ struct ImageProcessor: Sendable {
                 equalVertical: trim.equalVertical)
             image = image.cropped(to: region).rotated(quarterTurns: turns)
                 .flipped(horizontally: options.flipHorizontal, vertically: options.flipVertical)
-            plan = ProcessingPlan(
+            plan = ImgproxyGeometry(
                 options: options, sourceWidth: image.width, sourceHeight: image.height, maxResultSide: resultSideLimit)
             try checkScaledSize(plan)
         case .plan(let planned):
@@ -80,8 +80,8 @@ struct ImageProcessor: Sendable {
         if let crop = options.crop, plan.cropWidth > 0 || plan.cropHeight > 0 {
             let scaleX = Double(image.width) / Double(plan.sourceWidth)
             let scaleY = Double(image.height) / Double(plan.sourceHeight)
-            let width = plan.cropWidth == 0 ? image.width : max(1, ProcessingPlan.scale(plan.cropWidth, scaleX))
-            let height = plan.cropHeight == 0 ? image.height : max(1, ProcessingPlan.scale(plan.cropHeight, scaleY))
+            let width = plan.cropWidth == 0 ? image.width : max(1, ImgproxyGeometry.scale(plan.cropWidth, scaleX))
+            let height = plan.cropHeight == 0 ? image.height : max(1, ImgproxyGeometry.scale(plan.cropHeight, scaleY))
             image = Self.crop(
                 image, width: width, height: height, gravity: crop.gravity ?? options.gravity, dpr: scaleX)
         }
@@ -127,7 +127,7 @@ struct ImageProcessor: Sendable {
 
     /// The whole (cropped) source scaled is made before the result's crop: it is bounded
     /// like a source, as a large enlargement cropped to a small box could ask for more.
-    private func checkScaledSize(_ plan: ProcessingPlan) throws {
+    private func checkScaledSize(_ plan: ImgproxyGeometry) throws {
         guard let scaled = Checked.multiply(plan.scaledWidth, plan.scaledHeight), scaled <= limits.maxPixelsPerFrame
         else {
             throw ServiceError(status: 422, "the scaled image would be larger than \(limits.maxPixelsPerFrame) pixels")
@@ -164,7 +164,7 @@ struct ImageProcessor: Sendable {
         let (width, height) = (min(width, image.width), min(height, image.height))
         guard width < image.width || height < image.height else { return image }
         if gravity.type == .smart { return image.cropped(to: image.attentionRegion(width: width, height: height)) }
-        let (x, y) = ProcessingPlan.position(
+        let (x, y) = ImgproxyGeometry.position(
             width: image.width, height: image.height, innerWidth: width, innerHeight: height, gravity: gravity,
             dpr: dpr)
         return image.cropped(to: PixelRegion(x: x, y: y, width: width, height: height))
@@ -178,7 +178,7 @@ struct ImageProcessor: Sendable {
         guard width > image.width || height > image.height else { return image }
         let canvasWidth = max(width, image.width)
         let canvasHeight = max(height, image.height)
-        let (x, y) = ProcessingPlan.position(
+        let (x, y) = ImgproxyGeometry.position(
             width: canvasWidth, height: canvasHeight, innerWidth: image.width, innerHeight: image.height,
             gravity: gravity, dpr: dpr)
         return image.embedded(width: canvasWidth, height: canvasHeight, x: x, y: y, background: fill)

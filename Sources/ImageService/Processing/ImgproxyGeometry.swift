@@ -3,7 +3,7 @@ import RasterImage
 /// The sizes imgproxy works out for a source and the options (its `CalcParams`:
 /// `calcScale`, `calcSizes` and `limitScale` in `processing/prepare.go`, version 4),
 /// every size in the result's orientation (after `auto_rotate` and `rotate`).
-struct ProcessingPlan: Sendable, Hashable {
+struct ImgproxyGeometry: Sendable, Hashable {
     /// The source's size, trimmed when it was, turned as the result is.
     let sourceWidth: Int
     let sourceHeight: Int

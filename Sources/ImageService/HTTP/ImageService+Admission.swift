@@ -1,0 +1,58 @@
+import ImageLoaderSupport
+
+extension ImageService {
+    /// Runs `body` once it may start (fetch, then wait for one of the loader's decoding
+    /// threads, then process): waits in the queue, or fails at once with 429 when it is full.
+    /// The queue-depth gauge is set when a request arrives, when it leaves the queue and
+    /// when it ends (served, refused or cancelled), so it falls back to 0 as the queue
+    /// drains; the active gauge when it takes its place and when it has given it back.
+    func admitted<T: Sendable>(_ priority: PriorityHandle, _ body: () async throws -> T) async throws -> T {
+        metrics.queue(admission.waiting)
+        defer {
+            metrics.queue(admission.waiting)
+            metrics.active(admission.running)
+        }
+        return try await ImageService.run(in: admission, priority) {
+            metrics.queue(admission.waiting)
+            metrics.active(admission.running)
+            return try await body()
+        }
+    }
+
+    /// `body` in one of the places of request bodies; 429 when they and their queue are full.
+    func withBodyPlace<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        try await ImageService.run(in: bodies, PriorityHandle(.normal), body)
+    }
+
+    /// `body` once `scheduler` has a place for it; 429 when its places and queue are full.
+    private static func run<T: Sendable>(
+        in scheduler: WorkScheduler, _ priority: PriorityHandle, _ body: () async throws -> T
+    ) async throws -> T {
+        do {
+            return try await scheduler.run(priority: priority, body)
+        } catch is WorkScheduler.Full {
+            throw ServiceError.overloaded
+        }
+    }
+
+    /// `body`, or 503 once the request's timeout passes, or 499 once `departure` says the
+    /// client has gone (`body` is then cancelled).
+    func withTimeout<T: Sendable>(
+        leavingWith departure: ClientDeparture? = nil, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        try await ImageService.withTimeout(configuration.timeout, leavingWith: departure, body)
+    }
+
+    /// `body`, or 503 once `timeout` passes, or 499 once `departure` says the client has
+    /// gone (`body` is then cancelled).
+    static func withTimeout<T: Sendable>(
+        _ timeout: Duration, leavingWith departure: ClientDeparture?,
+        _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let stop = departure.map { departure in { @Sendable () async throws -> Never in try await departure.left() } }
+        guard let value = try await untilDeadline(.now + timeout, orUntil: stop, body) else {
+            throw ServiceError.timedOut
+        }
+        return value
+    }
+}

@@ -1,0 +1,367 @@
+import CoreMetrics
+import Crypto
+import Foundation
+import HTTPTypes
+import ImageLoader
+import ImageLoaderSupport
+import Logging
+import RasterImage
+import ServiceLifecycle
+
+extension ImageService {
+    /// The answer to `GET {path}`, a processing URL, with the request's `Accept` and
+    /// conditional header fields (for tests and callers without a whole request).
+    func process(
+        path: String, accept: String?, conditions: Conditions,
+        departure: @Sendable () async -> ClientDeparture? = { nil }
+    ) async -> Reply {
+        var headers = HTTPFields()
+        if let accept { headers[.accept] = accept }
+        if let tag = conditions.ifNoneMatch { headers[.ifNoneMatch] = tag }
+        if let since = conditions.ifModifiedSince { headers[.ifModifiedSince] = since }
+        return await process(path: path, headers: headers, departure: departure)
+    }
+
+    /// The answer to `GET {path}`, a processing URL, with the request's header fields:
+    /// `Accept` and the client hints (``ClientFeatures``), the conditional fields
+    /// (``Validators``), `Cookie` (``Configuration/cookies``).
+    /// `departure` is asked for only when the answer is not in the result cache.
+    func process(
+        path: String, headers: HTTPFields, authority: String? = nil,
+        departure: @Sendable () async -> ClientDeparture? = { nil }
+    ) async -> Reply {
+        let features = ClientFeatures(headers, configuration: configuration)
+        let conditions = configuration.validators.conditions(
+            ifNoneMatch: headers[.ifNoneMatch], ifModifiedSince: headers[.ifModifiedSince])
+        let requestKey = RequestKey(path: path, features: features)
+        // A request whose cookies may go to its source is its user's own: no cache answers it.
+        let mayPassCookies = configuration.cookies != .none && headers[.cookie] != nil
+        if !mayPassCookies, let hit = cachedReply(requestKey, conditions: conditions) { return hit }
+        do {
+            guard path.hasPrefix(configuration.pathPrefix) else { throw ServiceError(status: 404, "not found") }
+            let url = try ProcessingURL.parse(
+                String(path.dropFirst(configuration.pathPrefix.count)), signature: configuration.signature,
+                allowsUnsigned: configuration.allowsUnsigned, rules: configuration.urlRules,
+                starting: features.startingOptions)
+            let allowed = try configuration.sources.check(url.source)
+            let cookie: String? =
+                if case .remote(let source) = allowed {
+                    configuration.cookies.cookie(for: source, request: headers, authority: authority)
+                } else { nil }
+            let key = ResultKey(source: allowed.text, options: url.options, formats: features.formats, cookie: cookie)
+            let resultCacheKey = cookie == nil ? requestKey : nil
+            let outcome = try await withTimeout(leavingWith: await departure()) {
+                try await self.shared(url, allowed, key, resultCacheKey, conditions, features: features)
+            }
+            switch outcome {
+            case .notModified(let meta): return .notModified(meta)
+            case .processed(let result):
+                return conditions.matches(result.meta) ? .notModified(result.meta) : .image(result)
+            }
+        } catch {
+            var failure = ServiceError.from(error)
+            if failure.isMissingSource { failure.maxAge = configuration.notFoundTTL }
+            return .failure(failure)
+        }
+    }
+
+    /// The outcome of a processing URL, shared by every request in flight for the same
+    /// result, conditional or not: the run started by the first one decides with that
+    /// request's conditions (a 304 before any decoding when they match). A request that
+    /// joins a run ending in a 304 its own conditions do not match (a plain request, or
+    /// other validators) goes on to a run that makes the image, which requests like it
+    /// share: at most two runs, whatever the mix of requests.
+    private func shared(
+        _ url: ProcessingURL, _ allowed: SourcePolicy.Allowed, _ key: ResultKey, _ requestKey: RequestKey?,
+        _ conditions: Conditions, features: ClientFeatures
+    ) async throws -> ProcessingOutcome {
+        func run(_ conditions: Conditions, makesImage: Bool) async throws -> ProcessingOutcome {
+            try await shared.value(
+                for: ProcessingKey(result: key, makesImage: makesImage), product: nil,
+                priority: PriorityHandle(.normal)
+            ) { run in
+                try await self.admitted(run.priority) {
+                    try await self.produce(url, allowed, key, requestKey, conditions, features: features)
+                }
+            }.value
+        }
+        let first = try await run(conditions, makesImage: false)
+        if case .notModified(let meta) = first, !conditions.matches(meta) {
+            return try await run(Conditions(), makesImage: true)
+        }
+        return first
+    }
+
+    /// The answer from the result cache (the image, or 304 for `conditions`), without
+    /// waiting: nil when the cache holds no fresh result for the path and Accept.
+    func cachedReply(_ key: RequestKey, conditions: Conditions) -> Reply? {
+        guard let results, let hit = results.fresh(key, at: Date()) else { return nil }
+        metrics.resultHit()
+        return conditions.matches(hit.meta) ? .notModified(hit.meta) : .image(hit)
+    }
+
+    /// Fetches the source, answers 304 when the conditions match its validators (or
+    /// its origin, asked with them, answers 304), or makes the image and keeps it in
+    /// the result cache. The header is read once: by the decode that makes the image,
+    /// or, for a source passed through, alone. A source that cannot be fetched is
+    /// replaced by the fallback image, when there is one.
+    private func produce(
+        _ url: ProcessingURL, _ allowed: SourcePolicy.Allowed, _ key: ResultKey, _ requestKey: RequestKey?,
+        _ conditions: Conditions, features: ClientFeatures
+    ) async throws -> ProcessingOutcome {
+        let now = Date()
+        // A result another instance (or this one, before a restart) made and put in the bucket.
+        if let storage, let requestKey {
+            if let stored = await storage.read(requestKey, now: now) {
+                metrics.resultStorage("hit")
+                results?.insert(stored, for: requestKey)
+                return conditions.matches(stored.meta) ? .notModified(stored.meta) : .processed(stored)
+            }
+            metrics.resultStorage("miss")
+        }
+        let expires = url.options.expires.flatMap { $0 > 0 ? Date(timeIntervalSince1970: TimeInterval($0)) : nil }
+        var source: SourceData
+        // The fallback image's status, when it stands in for the source.
+        var fallbackStatus: Int?
+        do {
+            source = try await metrics.timingFetch {
+                try await fetch(allowed, conditions: conditions, cookie: key.cookie)
+            }
+        } catch let error as ImageLoadingError {
+            if case .notModified(let headers) = error.reason {
+                // The origin, asked with the client's validators, says its copy is current.
+                func value(_ name: String) -> String? { headers.first { $0.hasName(name) }?.value }
+                let answered = SourceData(
+                    bytes: [], contentType: nil, entityTag: value("ETag"), lastModified: value("Last-Modified"),
+                    freshFor: nil, tier: "revalidated", cacheControl: value("Cache-Control"), expires: value("Expires"))
+                return .notModified(meta(answered, url, allowed, format: url.format, now: now, expires: expires))
+            }
+            (source, fallbackStatus) = try fallback(for: ServiceError.from(error))
+        } catch let error as ServiceError {
+            (source, fallbackStatus) = try fallback(for: error)
+        }
+        metrics.sourceFetched(from: source.tier)
+        let limits = effectiveLimits(url.options.security)
+        guard source.bytes.count <= limits.maxSourceBytes else {
+            throw ServiceError.sourceTooLarge(bytes: limits.maxSourceBytes)
+        }
+        if fallbackStatus == nil, conditions.matches(entityTag: source.entityTag, lastModified: source.lastModified) {
+            // Nothing is decoded for a 304: it carries no body, so no Content-Type.
+            return .notModified(meta(source, url, allowed, format: url.format, now: now, expires: expires))
+        }
+        // The whole body: SVG's root element may lie past a long prolog (sniff reads what it needs).
+        let sourceFormat = ImageFormat.sniff(source.bytes)
+        if url.format == .svg && sourceFormat != .svg {
+            throw ServiceError(status: 422, "SVG results are made only from SVG sources")
+        }
+        let skipped = url.options.skipProcessing.union(configuration.skipProcessingFormats)
+        let passesThrough =
+            url.options.raw
+            || (sourceFormat.map(skipped.contains) ?? false
+                && (url.format == nil || url.format?.imageFormat == sourceFormat))
+        // An SVG source is answered as SVG, sanitised, when SVG is asked for or no format
+        // is (unless the service always rasterises), as imgproxy does; every SVG that
+        // leaves the service unrendered is sanitised first, whatever the path.
+        let svgPassesThrough =
+            sourceFormat == .svg
+            && (passesThrough || url.format == .svg || (url.format == nil && !configuration.alwaysRasterizeSVG))
+        var result: ProcessedResult
+        if passesThrough || svgPassesThrough {
+            let info: ImageInfo
+            var bytes = source.bytes
+            if sourceFormat == .svg {
+                // Sanitised once: the document sent and its size come from the same read.
+                do {
+                    (bytes, info) = try ImageDecoder(options: loader.configuration.decodingOptions)
+                        .sanitizedSVGAndInfo(.bytes(source.bytes))
+                } catch {
+                    throw ServiceError.from(error)
+                }
+                try limits.checkPixels(of: info)
+            } else {
+                info = try header(of: source.bytes, limits: limits)
+            }
+            var made = meta(
+                source, url, allowed, format: nil, now: now, expires: expires, contentType: info.contentType)
+            // The source's own extension (imgproxy's, from its type): `fn:name` gives `name.tiff`.
+            made.contentDisposition = ResponseRules.contentDisposition(
+                filename: url.options.filename, source: allowed.text, fileExtension: info.format.fileExtension,
+                attachment: url.options.returnAttachment)
+            made.extra[.acceptRanges] = "bytes"
+            if configuration.debugHeaders {
+                made.extra.addDebugFields(origin: info.uprightSize, result: info.uprightSize)
+            }
+            made.vary = nil
+            result = ProcessedResult(bytes: bytes, meta: made)
+        } else {
+            let requested = url.format
+            let options = url.options
+            let preferred = configuration.preferredFormats
+            let made = try await metrics.timingProcessing {
+                try await process(source.bytes, url.options, limits: limits, contentType: source.contentType) {
+                    info, animated in
+                    ResponseRules.outputFormat(
+                        requested: requested, features: features, source: info.format, animated: animated,
+                        expectsTransparency: options.expectsTransparency(sourceHasAlpha: info.hasAlpha),
+                        preferred: preferred)
+                }
+            }
+            var produced = meta(
+                source, url, allowed, format: made.format, now: now, expires: expires,
+                contentType: made.format.contentType)
+            if configuration.debugHeaders { produced.extra.addDebugFields(origin: made.origin, result: made.result) }
+            result = ProcessedResult(bytes: made.bytes, meta: produced)
+        }
+        if let fallbackStatus {
+            result.meta.status = fallbackStatus
+            if let ttl = configuration.fallbackImage?.ttl, ttl > 0 {
+                result.meta.caching = .maxAge(ttl)
+            } else if fallbackStatus >= 400 {
+                // Sent for a failure: kept no more than the failure would be (imgproxy sends none).
+                result.meta.caching = .verbatim("no-store")
+            }
+        }
+        if configuration.debugHeaders { result.meta.extra[.originContentLength] = String(source.bytes.count) }
+        if let results, let requestKey, fallbackStatus == nil, result.meta.keepUntil > now {
+            results.insert(result, for: requestKey)
+        }
+        if let storage, let requestKey, fallbackStatus == nil, result.meta.keepUntil > now {
+            let metrics = self.metrics
+            storage.write(result, for: requestKey) { stored in
+                metrics.resultStorage(stored ? "write" : "write_failure")
+            }
+        }
+        return .processed(result)
+    }
+
+    /// The fallback image as the source, with the status it is sent with; `failure`
+    /// itself when there is none.
+    private func fallback(for failure: ServiceError) throws -> (SourceData, Int?) {
+        guard let image = configuration.fallbackImage, failure.status != 499 else { throw failure }
+        if let cause = failure.cause { configuration.logger.warning("source failed, fallback image sent: \(cause)") }
+        let source = SourceData(
+            bytes: image.bytes, contentType: nil, entityTag: nil, lastModified: nil, freshFor: 0, tier: "fallback")
+        return (source, image.status ?? failure.status)
+    }
+
+    /// The header fields of a result of `source` in `format` (`nil` for a 304 that
+    /// knows none): the source's validators as ``Configuration/validators`` passes them
+    /// on, `Cache-Control` by imgproxy's rules, `Vary`, `Content-Disposition` and `Link`.
+    private func meta(
+        _ source: SourceData, _ url: ProcessingURL, _ allowed: SourcePolicy.Allowed, format: ResultFormat?,
+        now: Date, expires: Date?, contentType: String = ""
+    ) -> ResponseMeta {
+        // The result cache keeps a result while its source is fresh (and the URL valid).
+        var keepFor = min(source.freshFor ?? TimeInterval(configuration.sourceTTL), ImageService.maxFreshness)
+        if let expires { keepFor = max(0, min(keepFor, expires.timeIntervalSince(now))) }
+        var meta = ResponseMeta(
+            contentType: contentType, sourceTag: source.entityTag, sourceLastModified: source.lastModified,
+            entityTag: configuration.validators.entityTag(source: source.entityTag),
+            lastModified: configuration.validators.lastModified(source: source.lastModified),
+            vary: ClientFeatures.vary(configuration), keepUntil: now.addingTimeInterval(keepFor),
+            caching: clientCaching(source, expires: expires),
+            contentDisposition: ResponseRules.contentDisposition(
+                filename: url.options.filename, source: allowed.text, format: format,
+                attachment: url.options.returnAttachment))
+        if configuration.canonicalHeader, case .remote(let link) = allowed {
+            meta.extra[HTTPField.Name("Link")!] = "<\(link.absoluteString)>; rel=\"canonical\""
+        }
+        return meta
+    }
+
+    /// `Cache-Control` by imgproxy's rules: a URL's `exp` caps the TTL; else the
+    /// source's own (passed through when asked); else the TTL.
+    private func clientCaching(_ source: SourceData, expires: Date?) -> ClientCaching {
+        let ttl = configuration.ttl
+        var rule = ClientCaching.maxAge(ttl)
+        if configuration.cacheControlPassthrough {
+            if let control = source.cacheControl, !control.isEmpty {
+                rule = .verbatim(control)
+            } else if let date = source.expires.flatMap(HTTPDate.parse) {
+                rule = .until(date, cap: .max, otherwise: rule)
+            }
+        }
+        if let expires { rule = .until(expires, cap: ttl, otherwise: rule) }
+        return rule
+    }
+
+    /// The header of a source sent as it is: read, and its size held to the limits, as
+    /// a processed source's is.
+    private func header(of bytes: [UInt8], limits: EffectiveLimits) throws -> ImageInfo {
+        let info: ImageInfo
+        do {
+            info = try loader.configuration.decoder.info(.bytes(bytes), options: loader.configuration.decodingOptions)
+        } catch {
+            throw ServiceError.from(error)
+        }
+        try limits.checkPixels(of: info)
+        return info
+    }
+
+    /// The service's limits, lowered where the URL's security options ask
+    /// (``URLRules/allowsSecurityOptions``); never raised.
+    func effectiveLimits(_ security: ProcessingOptions.SecurityLimits) -> EffectiveLimits {
+        EffectiveLimits(
+            maxSourceBytes: min(configuration.maxSourceBytes, security.maxSourceBytes ?? .max),
+            maxSourcePixels: min(configuration.maxSourcePixels, security.maxSourcePixels ?? .max),
+            maxResultSide: min(configuration.maxResultSide, security.maxResultSide ?? .max),
+            maxAnimationFrames: min(max(1, configuration.maxAnimationFrames), security.maxAnimationFrames ?? .max),
+            maxAnimationFramePixels: [configuration.maxAnimationFramePixels, security.maxAnimationFramePixels]
+                .compactMap { $0 }.min())
+    }
+
+    /// The encoded result of `bytes` with `options`, in the format `format` picks from the
+    /// source's header: in one pass when the options ask for a resize with at most a plain
+    /// compass crop, else step by step (``GeneralPath``). The header is read once, by
+    /// the decode: what depends on it (the pixel limit, the format, the box, animation)
+    /// is decided there, before any pixel is decoded.
+    func process(
+        _ bytes: [UInt8], _ options: ProcessingOptions, limits: EffectiveLimits, contentType: String?,
+        format: @escaping @Sendable (ImageInfo, _ animated: Bool) -> ResultFormat
+    ) async throws -> RequestProcessor.Encoded {
+        // EXIF kept as the options say: all of it, or only the copyright (the default, as imgproxy's).
+        let kept: PhotoMetadata.Kept? = !options.stripMetadata ? .all : options.keepCopyright ? .copyright : nil
+        let exif = kept.flatMap {
+            PhotoMetadata.outputBlock(from: bytes, keeping: $0, upright: options.autoRotate ?? true)
+        }
+        var decodingLimits = loader.configuration.decodingOptions.limits
+        decodingLimits.maxPixelsPerFrame = min(decodingLimits.maxPixelsPerFrame, limits.maxSourcePixels)
+        let processor = RequestProcessor(
+            options: options, limits: limits, decodingLimits: decodingLimits, exif: exif, format: format,
+            encoders: encoders, shrinkOnLoad: configuration.shrinkOnLoad, watermark: watermark)
+        let outcome: Result<RequestProcessor.Encoded, ServiceError>
+        do {
+            outcome = try await loader.processing(bytes, declaredContentType: contentType) { decoder in
+                // The request's own failures keep their status; decoders' errors go on to
+                // the loader, which maps them as its own.
+                do {
+                    return .success(try processor.encoded(bytes, decoder: decoder))
+                } catch let error as ServiceError {
+                    return .failure(error)
+                } catch let error as ImageEncodingError {
+                    return .failure(ServiceError(status: 500, error.description))
+                }
+            }
+        } catch {
+            throw ServiceError.from(error)
+        }
+        return try outcome.get()
+    }
+
+    /// A year: the longest `max-age` the service sends.
+    static let maxFreshness: TimeInterval = 365 * 86_400
+}
+
+/// What identifies a shared run: the result, and whether the run makes the image
+/// whatever the conditions (the first run is started with its first request's
+/// conditions and may end in a 304, decided before any processing; the second is for
+/// the requests that needed the image after all).
+struct ProcessingKey: Hashable, Sendable {
+    let result: ResultKey
+    let makesImage: Bool
+}
+
+enum ProcessingOutcome: Sendable {
+    case notModified(ResponseMeta)
+    case processed(ProcessedResult)
+}

@@ -1,0 +1,59 @@
+import RasterImage
+
+/// An output format a processing URL can name (its extension, `@png`, or the `f`
+/// option), and the configuration's formats: ``ImageService/Configuration/preferredFormats``
+/// and ``ImageService/Configuration/formatQuality``.
+///
+/// ```swift
+/// var configuration = ImageService.Configuration()
+/// configuration.formatQuality[.webp] = 75
+/// configuration.preferredFormats = [ResultFormat(name: "jpg")!, .png]
+/// ```
+public enum ResultFormat: String, Sendable, Hashable, CaseIterable {
+    /// The encoders the service has, and `svg`: an SVG source passed through, sanitised.
+    case jpeg, png, webp, avif, jxl, gif, heic, ico, bmp, tiff, svg
+
+    /// The format by one of imgproxy's names for it (`jpg` and `jpeg` both name
+    /// JPEG), `nil` for others.
+    ///
+    /// ```swift
+    /// ResultFormat(name: "JPG")  // .jpeg
+    /// ```
+    public init?(name: String) {
+        switch name.lowercased() {
+        case "jpg", "jpeg": self = .jpeg
+        case "png": self = .png
+        case "webp": self = .webp
+        case "avif": self = .avif
+        case "jxl": self = .jxl
+        case "gif": self = .gif
+        case "heic", "heif": self = .heic
+        case "ico": self = .ico
+        case "bmp": self = .bmp
+        case "tiff", "tif": self = .tiff
+        case "svg": self = .svg
+        default: return nil
+        }
+    }
+}
+
+extension ImageFormat {
+    /// A source format by the names imgproxy's `skp` option and `IMGPROXY_SKIP_PROCESSING_FORMATS`
+    /// take (`jpg`, `heic`, `tiff`...); `nil` for others.
+    package init?(imgproxyName name: String) {
+        switch name.lowercased() {
+        case "jpg", "jpeg": self = .jpeg
+        case "png": self = .png
+        case "gif": self = .gif
+        case "webp": self = .webp
+        case "avif": self = .avif
+        case "heic", "heif": self = .heif
+        case "jxl": self = .jxl
+        case "tiff", "tif": self = .tiff
+        case "bmp": self = .bmp
+        case "ico": self = .ico
+        case "svg": self = .svg
+        default: return nil
+        }
+    }
+}
