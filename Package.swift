@@ -159,6 +159,10 @@ let package = Package(
             path: "Tests/TestSupport"
         ),
         .testTarget(
+            name: "ImageLoaderSupportTests",
+            dependencies: ["ImageLoaderSupport", "TestSupport"]
+        ),
+        .testTarget(
             name: "ImageLoaderTests",
             dependencies: [
                 "ImageLoader", "ImageLoaderSupport", "RasterImage", "TestSupport",

@@ -7,8 +7,6 @@ import Logging
 import RasterImage
 import ServiceLifecycle
 
-MemoryAllocator.keepImageBuffers()
-
 var configuration = ImageLoader.Configuration()
 configuration.httpClient = HTTPClient.shared
 configuration.cacheDirectory = NSTemporaryDirectory() + "image-cache"   // a service: /var/cache/images

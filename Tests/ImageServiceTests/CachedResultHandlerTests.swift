@@ -133,7 +133,7 @@ struct CachedResultHandlerTests {
             try channel.writeOutbound(HTTPResponsePart.end(nil))
             _ = try Self.answer(channel)
         }
-        _ = try await channel.finish()
+        _ = try channel.finish()
     }
 
     @Test("while an earlier request is with the router, a hit waits its turn there: answers keep their order")
@@ -166,6 +166,6 @@ struct CachedResultHandlerTests {
         try Self.send(Self.request(hit), to: channel)
         #expect(try Self.forwarded(channel).isEmpty)
         #expect(try Self.answer(channel).count == 3)
-        _ = try await channel.finish()
+        _ = try channel.finish()
     }
 }

@@ -2,8 +2,6 @@ import ImageLoaderSupport
 import TestSupport
 import Testing
 
-@testable import ImageLoader
-
 /// `SharedWork` on its own: the one type behind the pipeline's loads, the download and
 /// decode stages and the service's processing. Its members are tasks that await a value
 /// and synchronous subscribers (the loads' event streams), with the same bookkeeping.

@@ -1,6 +1,4 @@
 import Foundation
-import ImageLoaderSupport
-import RasterImage
 
 /// glibc's `malloc`, set for a process that decodes images one after another.
 ///
@@ -38,13 +36,13 @@ import RasterImage
 /// // First thing in a service's main, before any image is loaded:
 /// MemoryAllocator.keepImageBuffers()
 /// ```
-public enum MemoryAllocator {
+package enum MemoryAllocator {
     /// The largest block served from the arenas: glibc's own cap (half its 64 MiB arena heap).
-    public static let largestArenaBlock = 32 << 20
+    package static let largestArenaBlock = 32 << 20
     /// How much free memory an arena keeps before it returns some to the system.
-    public static let keptFreeMemory = 64 << 20
+    package static let keptFreeMemory = 64 << 20
     /// The most arenas: one for each processor this process may run on (at least 2).
-    public static var arenaLimit: Int { max(2, ProcessInfo.processInfo.activeProcessorCount) }
+    package static var arenaLimit: Int { max(2, ProcessInfo.processInfo.activeProcessorCount) }
 
     /// Applies the settings above, unless the environment already sets either threshold
     /// (`GLIBC_TUNABLES` naming `glibc.malloc.mmap_threshold` or
@@ -57,7 +55,7 @@ public enum MemoryAllocator {
     /// - Returns: Whether the thresholds were applied: false when the environment sets
     ///   them, or where the C library is not glibc.
     @discardableResult
-    public static func keepImageBuffers(environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
+    package static func keepImageBuffers(environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
         guard !setsThresholds(environment) else { return false }
         // The parameters are the numbers malloc.h defines (M_TRIM_THRESHOLD -1,
         // M_MMAP_THRESHOLD -3, M_ARENA_MAX -8), fixed in glibc's ABI.

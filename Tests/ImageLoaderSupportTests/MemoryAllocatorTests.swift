@@ -1,7 +1,8 @@
 import Foundation
+import TestSupport
 import Testing
 
-@testable import ImageLoader
+@testable import ImageLoaderSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -88,4 +89,18 @@ struct MemoryAllocatorTests {
         #expect(fewest < pages * 2, "\(fewest) faults")
     }
     #endif
+
+    @Test("the GLIBC_TUNABLES the server article gives are the thresholds serve applies")
+    func documentedTunables() throws {
+        let article = try String(
+            contentsOfFile: FixturePaths.root + "/../Sources/ImageLoader/ImageLoader.docc/UsingInAServer.md",
+            encoding: .utf8)
+        let line = try #require(article.split(separator: "\n").first { $0.contains("GLIBC_TUNABLES=") })
+        #expect(line.contains("glibc.malloc.mmap_threshold=\(MemoryAllocator.largestArenaBlock)"))
+        #expect(line.contains("glibc.malloc.trim_threshold=\(MemoryAllocator.keptFreeMemory)"))
+        #expect(line.contains("glibc.malloc.arena_max="))
+        // What the environment then sets is what keepImageBuffers would have set, so it stands.
+        let value = String(line.drop { $0 != "=" }.dropFirst())
+        #expect(!MemoryAllocator.keepImageBuffers(environment: ["GLIBC_TUNABLES": value]))
+    }
 }
