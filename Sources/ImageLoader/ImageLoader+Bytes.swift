@@ -58,7 +58,7 @@ extension ImageLoader {
         let url = URL(string: name) ?? URL(fileURLWithPath: "/")
         let product = ImageProduct.thumbnail(options).normalized(limits: configuration.decodingOptions.limits)
         let key = CacheKey(url: url, product: product)
-        if memoryCache != nil, let entry = context.freshInMemory(key.storageName) {
+        if memoryCache != nil, let entry = context.freshInMemory(key) {
             context.metrics.memoryHit()
             return LoadedImage(image: entry.image, source: .memory, url: url, encoded: entry.encoded)
         }

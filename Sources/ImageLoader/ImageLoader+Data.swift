@@ -52,18 +52,24 @@ extension ImageLoader {
     /// ```
     public func data(for url: URL, options: LoadOptions = LoadOptions()) async throws(ImageLoadingError) -> LoadedData {
         let url = url.droppingFragment
-        let operation = DataOperation(url: url, options: options, context: context)
-        return try await context.operations.run(url.absoluteString) {
-            () async throws(ImageLoadingError) -> LoadedData in
-            guard let deadline = options.deadline else {
-                return try await mappingErrors(url.absoluteString, operation.run)
-            }
-            return try await mappingErrors(url.absoluteString) {
-                guard let data = try await untilDeadline(deadline, operation.run) else {
-                    throw ImageLoadingError(.timeout, url: url.absoluteString)
-                }
-                return data
+        // A product of the one pipeline: callers asking for the same bytes with the same
+        // request share one operation, and a revalidation in the background runs on as
+        // an image load's does.
+        let key = ProductKey(
+            cache: CacheKey(url: url, product: .original), cachePolicy: options.cachePolicy, headers: options.headers,
+            delivery: .bytes(clientValidators: options.clientValidators, bypassesCache: options.bypassesCache))
+        let context = self.context
+        let work: ImagePipeline.Work = { run in
+            await DataOperation(url: url, options: options, context: context, priority: run.priority).run(
+                deliver: { run.report(.data($0)) }, fail: { run.report(.failed($0)) }, keepRunning: run.keepRunning)
+        }
+        for await event in attached(key, options, work: work, { $0 }) {
+            switch event {
+            case .data(let data): return data
+            case .failed(let error): throw error
+            case .image: continue
             }
         }
+        throw ImageLoadingError(.cancelled, url: url.absoluteString)
     }
 }

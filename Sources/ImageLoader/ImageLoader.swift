@@ -150,10 +150,11 @@ public final class ImageLoader: Sendable {
     }
 
     /// A fresh product in memory, when the options let the memory cache answer. `url`
-    /// has no fragment. (The path of every memory hit: no key built beyond the name.)
+    /// has no fragment. (The path of every memory hit: the key is the URL and the
+    /// product as given, compared as values; no text is made.)
     private func memoryHit(_ url: URL, _ product: ImageProduct, _ options: LoadOptions) -> LoadedImage? {
         guard options.cachePolicy == .useCache, options.headers.isEmpty,
-            let hit = context.freshInMemory(CacheKey.storageName(url: url, product: product))
+            let hit = context.freshInMemory(CacheKey(url: url, product: product))
         else { return nil }
         context.metrics.memoryHit()
         return LoadedImage(image: hit.image, source: .memory, url: url, encoded: hit.encoded)
@@ -173,20 +174,40 @@ public final class ImageLoader: Sendable {
             }
         }
         let key = productKey(url, product, options)
-        let (pipeline, work) = (self.pipeline, self.work(key, options))
+        return attached(key, options, work: work(key, options)) { event in
+            switch event {
+            case .image(let event): event
+            case .failed(let error): .failed(error)
+            case .data: nil
+            }
+        }
+    }
+
+    /// The events of the load of `key` (joined, or started with `work`) as `Event`s,
+    /// those `event` maps to one: a caller of the pipeline. The stream ends with a
+    /// timeout failure at the options' deadline; dropping it leaves the load (the last
+    /// caller to leave cancels it, unless it must finish).
+    func attached<Event: Sendable>(
+        _ key: ProductKey, _ options: LoadOptions, work: @escaping ImagePipeline.Work,
+        _ event: @escaping @Sendable (PipelineEvent) -> Event?
+    ) -> AsyncStream<Event> {
+        let pipeline = self.pipeline
         return AsyncStream { continuation in
             // Attached and detached synchronously, under the shared work's lock: the
             // termination handler is set only once the caller is registered.
             guard
                 let id = pipeline.attach(
                     key: key, priority: options.priority, finishesWhenCancelled: options.finishesWhenCancelled,
-                    continuation: continuation, work: work)
+                    onEvent: { if let mapped = event($0) { continuation.yield(mapped) } },
+                    onEnd: { continuation.finish() }, work: work)
             else { return }
             let timer = options.deadline.map { deadline in
                 Task {
                     try? await Task.sleep(until: deadline, clock: .continuous)
                     guard !Task.isCancelled else { return }
-                    continuation.yield(.failed(ImageLoadingError(.timeout, url: key.url.absoluteString)))
+                    if let mapped = event(.failed(ImageLoadingError(.timeout, url: key.url.absoluteString))) {
+                        continuation.yield(mapped)
+                    }
                     continuation.finish()
                 }
             }
@@ -201,8 +222,8 @@ public final class ImageLoader: Sendable {
         let context = self.context
         return { run in
             await LoadOperation(
-                key: key, options: options, context: context, emit: run.report, priority: run.priority,
-                keepRunning: run.keepRunning
+                key: key, options: options, context: context, emit: { run.report(.image($0)) },
+                priority: run.priority, keepRunning: run.keepRunning
             ).run()
         }
     }
@@ -236,7 +257,7 @@ public final class ImageLoader: Sendable {
     /// The image in the memory cache for `url`, if there is one, without waiting:
     /// for code that cannot await. Its freshness is not checked.
     public func peek(_ url: URL, product: ImageProduct = .original) -> RasterImage? {
-        memoryCache?.peek(productKey(url, product, LoadOptions()).cache.storageName)
+        memoryCache?.peek(url, product: product)
     }
 
     /// Whether the last load of `url` failed (and has not succeeded since), without
@@ -255,7 +276,7 @@ public final class ImageLoader: Sendable {
         let options = LoadOptions(priority: .veryLow)
         for url in urls where invalidProduct(url, product) == nil {
             let key = productKey(url, product, options)
-            if context.freshInMemory(key.cache.storageName) != nil { continue }
+            if context.freshInMemory(key.cache) != nil { continue }
             pipeline.prefetch(key: key, work: work(key, options))
         }
     }

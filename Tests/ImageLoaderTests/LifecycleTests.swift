@@ -56,7 +56,7 @@ struct LifecycleTests {
             let data = Task { try await loader.data(for: url) }
             try await waitUntil("the request at the origin") { origin.count("/d.png") == 1 }
             let shutdown = Task { try await loader.shutdown() }
-            try await waitUntil("shutdown under way") { loader.context.operations.isClosed }
+            try await waitUntil("shutdown under way") { loader.isShuttingDown }
             answer.open()
             try await shutdown.value
             // Shutdown returned only after the bytes were stored.

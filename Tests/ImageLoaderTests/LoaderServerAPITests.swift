@@ -165,6 +165,16 @@ struct SharedWorkTests {
             #expect(loader.peek(first, product: .thumbnail(small))?.width == 64)
             #expect(loader.peek(first) == nil)  // the thumbnail was made, not the original kept
             #expect(try await loader.thumbnail(for: first, options: small).source == .memory)
+            // The memory cache finds it by URL and options, whatever limits the options
+            // carry (the loader sets its own), with a fragment or without; and removes it so.
+            var otherLimits = small
+            otherLimits.limits.maxPixelsPerFrame = 1_000
+            let cache = try #require(loader.memoryCache)
+            #expect(cache.peek(first, product: .thumbnail(otherLimits))?.width == 64)
+            let withFragment = try #require(URL(string: first.absoluteString + "#top"))
+            #expect(cache.peek(withFragment, product: .thumbnail(small))?.width == 64)
+            cache.remove(first, product: .thumbnail(otherLimits))
+            #expect(loader.peek(first, product: .thumbnail(small)) == nil)
             loader.prefetch([second], product: .thumbnail(small))
             loader.cancelPrefetching([second], product: .thumbnail(small))
             await loader.waitForBackgroundWork()
@@ -350,6 +360,46 @@ struct SharedWorkTests {
             let again = try await loader.data(for: url)
             #expect(again.source == .disk && again.bytes == Self.photo)
             #expect(origin.count("/d.jpg") == 1)
+        }
+    }
+
+    @Test("data(for:) is a load of the pipeline: callers share it, and its revalidation outlives the caller")
+    func dataSharesTheLoad() async throws {
+        try await withOrigin { origin, harness in
+            let held = Gate()
+            origin.route("/sd.png") { request, count in
+                if request.header("If-None-Match") == "\"sd\"" {
+                    return .init(
+                        status: 304,
+                        headers: [("ETag", "\"sd\""), ("Cache-Control", "max-age=10, stale-while-revalidate=100")],
+                        gate: held)
+                }
+                return .init(
+                    headers: [
+                        ("Content-Type", "image/png"), ("ETag", "\"sd\""),
+                        ("Cache-Control", "max-age=10, stale-while-revalidate=100"),
+                    ],
+                    body: TestImages.png)
+            }
+            let loader = try harness.loader()
+            let url = origin.url("/sd.png")
+            #expect(try await loader.data(for: url).source == .networkToDisk)
+            harness.clock.advance(by: 20)
+            // The stale bytes at once; the caller has left, the revalidation is held at the origin.
+            let stale = try await loader.data(for: url)
+            #expect(stale.freshness == .staleWhileRevalidate && stale.bytes == TestImages.png)
+            try await waitUntil("the revalidation at the origin") { origin.count("/sd.png") == 2 }
+            // Another caller joins the load under way and gets what it handed out.
+            let joined = loader.statistics.coalesced
+            let second = try await loader.data(for: url)
+            #expect(second.freshness == .staleWhileRevalidate)
+            #expect(loader.statistics.coalesced == joined + 1)
+            held.open()
+            await loader.waitForBackgroundWork()
+            #expect(loader.statistics.notModified == 1)
+            let fresh = try await loader.data(for: url)
+            #expect(fresh.source == .disk && fresh.freshness == .fresh)
+            #expect(origin.count("/sd.png") == 2)
         }
     }
 

@@ -7,6 +7,14 @@ import Testing
 
 @Suite("The memory cache")
 struct MemoryCacheTests {
+    /// The key of the original at a URL named `name`.
+    func key(_ name: String) -> CacheKey { CacheKey(url: url(name), product: .original) }
+
+    func url(_ name: String) -> URL { URL(string: "https://example.com/" + name)! }
+
+    /// The names of the keys held, newest first.
+    func names(_ cache: MemoryCache) -> [String] { cache.keysNewestFirst.map(\.url.lastPathComponent) }
+
     func image(_ side: Int) -> RasterImage {
         RasterImage(width: side, height: side, pixels: [UInt8](repeating: 1, count: side * side * 4))!
     }
@@ -17,17 +25,19 @@ struct MemoryCacheTests {
         configuration.maxBytes = 3 * 40_000
         configuration.maxEntryFraction = 0.5
         let cache = MemoryCache(configuration: configuration)
-        for key in ["a", "b", "c"] { cache.insert(image(100), response: nil, freshUntil: .distantFuture, for: key) }
-        _ = cache.peek("a")  // a is marked: the hand spares it and takes b
-        cache.insert(image(100), response: nil, freshUntil: .distantFuture, for: "d")
-        #expect(cache.peek("b") == nil)
-        #expect(cache.keysNewestFirst == ["d", "c", "a"])
+        for key in ["a", "b", "c"] {
+            cache.insert(image(100), response: nil, freshUntil: .distantFuture, for: self.key(key))
+        }
+        _ = cache.peek(url("a"))  // a is marked: the hand spares it and takes b
+        cache.insert(image(100), response: nil, freshUntil: .distantFuture, for: self.key("d"))
+        #expect(cache.peek(url("b")) == nil)
+        #expect(names(cache) == ["d", "c", "a"])
         #expect(cache.usage.bytes == 120_000)
         // A bigger image (57,600 bytes: under half) pushes out as many as it needs,
         // from where the hand stopped: c, then d; a, unmarked on the first pass, stays
         // only because the room is made before it comes up.
-        cache.insert(image(120), response: nil, freshUntil: .distantFuture, for: "big")
-        #expect(cache.keysNewestFirst == ["big", "a"])
+        cache.insert(image(120), response: nil, freshUntil: .distantFuture, for: self.key("big"))
+        #expect(names(cache) == ["big", "a"])
         #expect(cache.usage.bytes == 57_600 + 40_000)
     }
 
@@ -36,8 +46,8 @@ struct MemoryCacheTests {
         var configuration = MemoryCache.Configuration()
         configuration.maxBytes = 100_000
         let cache = MemoryCache(configuration: configuration)  // a quarter: 25,000 bytes
-        #expect(!cache.insert(image(100), response: nil, freshUntil: .distantFuture, for: "huge"))
-        #expect(cache.insert(image(50), response: nil, freshUntil: .distantFuture, for: "small"))
+        #expect(!cache.insert(image(100), response: nil, freshUntil: .distantFuture, for: self.key("huge")))
+        #expect(cache.insert(image(50), response: nil, freshUntil: .distantFuture, for: self.key("small")))
         #expect(cache.usage.count == 1)
     }
 
@@ -48,14 +58,16 @@ struct MemoryCacheTests {
         configuration.maxCount = 2
         configuration.timeToLive = 60
         let cache = MemoryCache(configuration: configuration, clock: { clock.now })
-        for key in ["a", "b", "c"] { cache.insert(image(10), response: nil, freshUntil: .distantFuture, for: key) }
-        #expect(cache.keysNewestFirst == ["c", "b"])
+        for key in ["a", "b", "c"] {
+            cache.insert(image(10), response: nil, freshUntil: .distantFuture, for: self.key(key))
+        }
+        #expect(names(cache) == ["c", "b"])
         clock.advance(by: 61)
-        #expect(cache.peek("c") == nil)
-        cache.insert(image(10), response: nil, freshUntil: .distantFuture, for: "d")
-        cache.insert(image(10), response: nil, freshUntil: .distantFuture, for: "e")
+        #expect(cache.peek(url("c")) == nil)
+        cache.insert(image(10), response: nil, freshUntil: .distantFuture, for: self.key("d"))
+        cache.insert(image(10), response: nil, freshUntil: .distantFuture, for: self.key("e"))
         cache.setMaxBytes(400)
-        #expect(cache.keysNewestFirst == ["e"])
+        #expect(names(cache) == ["e"])
         cache.removeAll()
         #expect(cache.usage.count == 0 && cache.usage.bytes == 0)
     }
@@ -78,7 +90,7 @@ struct MemoryCacheTests {
             let key = "k\(Int.random(in: 0..<12, using: &generator))"
             switch Int.random(in: 0..<4, using: &generator) {
             case 0:
-                cache.insert(image(2), response: nil, freshUntil: .distantFuture, for: key)
+                cache.insert(image(2), response: nil, freshUntil: .distantFuture, for: self.key(key))
                 removeFromModel(key)
                 if model.count >= 8 {
                     var index = hand.flatMap { name in model.firstIndex { $0.key == name } } ?? 0
@@ -91,14 +103,14 @@ struct MemoryCacheTests {
                 }
                 model.append((key, false))
             case 1:
-                cache.remove(key)
+                cache.remove(url(key))
                 removeFromModel(key)
             default:
-                let hit = cache.peek(key) != nil
+                let hit = cache.peek(url(key)) != nil
                 #expect(hit == model.contains { $0.key == key })
                 if let index = model.firstIndex(where: { $0.key == key }) { model[index].marked = true }
             }
-            #expect(cache.keysNewestFirst == model.reversed().map(\.key))
+            #expect(names(cache) == model.reversed().map(\.key))
         }
         #expect(cache.usage.bytes == model.count * 16)
     }

@@ -40,8 +40,9 @@ struct CachedEntry<Product: Sendable>: Sendable {
 /// caller, stale-while-revalidate. A stored body that turns out unusable is removed
 /// and fetched again, once, and never remembered as the URL's failure.
 ///
-/// A caller looks up (``lookUp(memory:)``), uses a usable entry (``product(of:)``),
-/// and fetches (``fetch(revalidating:)``) when it must.
+/// Every caller goes through ``run(memory:showsStale:keepRunning:deliver:)``: the
+/// lookup (``lookUp(memory:)``), a usable entry's product (``product(of:)``), and the
+/// fetch (``fetch(revalidating:)``) when it must.
 struct HTTPCacheFlow<Maker: CachedProductMaking>: Sendable {
     typealias Product = Maker.Product
     typealias Entry = CachedEntry<Product>
@@ -107,6 +108,61 @@ struct HTTPCacheFlow<Maker: CachedProductMaking>: Sendable {
         let why = evaluation.isFresh ? "revalidation asked for" : "stale (age \(evaluation.age.rounded(.down)) s)"
         return .stale(
             entry, whileRevalidating: cachePolicy == .useCache && evaluation.mayServeWhileRevalidating, why: why)
+    }
+
+    /// The one way from the lookup to the answer, for every request of a URL's bytes.
+    /// A usable entry's product is handed to `deliver` and nothing is asked of the
+    /// origin. A miss, or an entry whose body turns out unusable, is fetched. A stale
+    /// entry is revalidated; its product is handed over first when stale-while-revalidate
+    /// allows it (after `keepRunning`, so that a caller who leaves with it does not
+    /// cancel the revalidation) or when the caller shows stale products while it waits
+    /// (`showsStale`: image loads' events). Counts hits and misses and logs the misses.
+    ///
+    /// - Returns: The fetch's outcome, `nil` when the stored product was the answer.
+    func run(
+        memory: Entry?, showsStale: Bool, keepRunning: () -> Void,
+        deliver: (Product, Entry, LoadedImage.Freshness) -> Void
+    ) async throws -> Outcome? {
+        switch try await lookUp(memory: memory) {
+        case .miss:
+            countMiss("cache miss")
+            return try await fetch(revalidating: nil)
+        case .usable(var entry):
+            guard let product = try await product(of: &entry) else {
+                countMiss("cache miss: stored entry unusable")
+                return try await fetch(revalidating: nil)
+            }
+            countHit(entry)
+            deliver(product, entry, .fresh)
+            return nil
+        case .stale(var entry, let whileRevalidating, let why):
+            guard whileRevalidating else {
+                countMiss("cache miss: \(why)")
+                guard showsStale else { return try await fetch(revalidating: entry) }
+                guard let product = try await product(of: &entry) else { return try await fetch(revalidating: nil) }
+                deliver(product, entry, .needsRevalidation)
+                return try await fetch(revalidating: entry)
+            }
+            // Before the stale product goes out: a caller that leaves as soon as it has
+            // it must not cancel the revalidation.
+            keepRunning()
+            guard let product = try await product(of: &entry) else {
+                countMiss("cache miss: stored entry unusable")
+                return try await fetch(revalidating: nil)
+            }
+            countHit(entry)
+            deliver(product, entry, .staleWhileRevalidate)
+            return try await fetch(revalidating: entry)
+        }
+    }
+
+    private func countHit(_ entry: Entry) {
+        if entry.fromMemory { context.metrics.memoryHit() } else { context.metrics.diskHit() }
+    }
+
+    private func countMiss(_ why: String) {
+        context.logMiss(urlText, why)
+        context.metrics.miss()
     }
 
     /// Whether a stored response may be used under this loader's address filter: with

@@ -6,7 +6,7 @@ import RasterImage
 /// for thumbnails, their encoded bytes, evicted by SIEVE (a hit marks its image; to make
 /// room, a hand passes from the oldest towards the newest, sparing each marked image
 /// once; it hits more often than least-recently-used on skewed workloads, and a hit is
-/// cheaper: see `Benchmarks/cache_policy.py`). Safe from any thread; ``peek(_:)``
+/// cheaper: see `Benchmarks/cache_policy.py`). Safe from any thread; ``peek(_:product:)``
 /// answers synchronously, for code that cannot await.
 ///
 /// ```swift
@@ -63,7 +63,7 @@ public final class MemoryCache: Sendable {
         }
     }
 
-    private let entries: BoundedCache<String, Entry>
+    private let entries: BoundedCache<CacheKey, Entry>
     private let timeToLive: TimeInterval?
     private let clock: @Sendable () -> Date
 
@@ -93,20 +93,26 @@ public final class MemoryCache: Sendable {
         entries.setMaxBytes(maxBytes)
     }
 
-    /// The image for `key` if it is held and not past its time to live.
-    public func peek(_ key: String) -> RasterImage? {
-        entry(for: key)?.image
+    /// The image of `url` made as `product` if it is held and not past its time to live
+    /// (a thumbnail is found by the options that shape it, whatever their limits).
+    ///
+    /// ```swift
+    /// let original = cache.peek(url)
+    /// let small = cache.peek(url, product: .thumbnail(ThumbnailOptions(maxPixelSize: 256)))
+    /// ```
+    public func peek(_ url: URL, product: ImageProduct = .original) -> RasterImage? {
+        entry(for: CacheKey(url: url.droppingFragment, product: product))?.image
     }
 
     /// The entry for `key`, marked as used, unless it is past its time to live (then it is removed).
-    func entry(for key: String) -> Entry? {
+    func entry(for key: CacheKey) -> Entry? {
         let now = clock()
         return entries.value(for: key) { isLive($0, at: now) ? .use : .drop }
     }
 
     /// The image (and encoded bytes) for `key` when it is held, within its time to
     /// live and fresh at `now`: the hit path. A stale image is kept for revalidation.
-    func freshHit(for key: String, at now: Date) -> (image: RasterImage, encoded: EncodedImage?)? {
+    func freshHit(for key: CacheKey, at now: Date) -> (image: RasterImage, encoded: EncodedImage?)? {
         let entry = entries.value(for: key) { entry in
             guard isLive(entry, at: now) else { return .drop }
             return entry.freshUntil > now ? .use : .keep
@@ -118,14 +124,19 @@ public final class MemoryCache: Sendable {
     @discardableResult
     func insert(
         _ image: RasterImage, encoded: EncodedImage? = nil, response: StoredResponse?, freshUntil: Date,
-        for key: String
+        for key: CacheKey
     ) -> Bool {
         let entry = Entry(image: image, encoded: encoded, response: response, added: clock(), freshUntil: freshUntil)
         return entries.insert(entry, cost: entry.cost, for: key)
     }
 
-    /// Removes one image.
-    public func remove(_ key: String) {
+    /// Removes the image of `url` made as `product`.
+    public func remove(_ url: URL, product: ImageProduct = .original) {
+        remove(CacheKey(url: url.droppingFragment, product: product))
+    }
+
+    /// Removes the image under `key`.
+    func remove(_ key: CacheKey) {
         entries.remove(key)
     }
 
@@ -138,7 +149,7 @@ public final class MemoryCache: Sendable {
     public var usage: (count: Int, bytes: Int) { entries.usage }
 
     /// The keys held, newest first (for tests).
-    var keysNewestFirst: [String] { entries.keysNewestFirst }
+    var keysNewestFirst: [CacheKey] { entries.keysNewestFirst }
 
     private func isLive(_ entry: Entry, at now: Date) -> Bool {
         guard let timeToLive else { return true }

@@ -5,14 +5,14 @@ import RasterImage
 
 extension ThumbnailOptions {
     /// A stable text naming everything that shapes the thumbnail's pixels and its
-    /// encoding (not the limits): equal names, equal thumbnails. The disk cache's file
-    /// names and the memory cache's keys are made from it.
+    /// encoding (not the limits): equal names, equal thumbnails. The disk cache files
+    /// thumbnails under it; the memory cache compares the same fields as values
+    /// (``makesSameThumbnail(as:)``).
     ///
     /// ```swift
     /// ThumbnailOptions(maxPixelSize: 256).storageName   // "256x256,fit,lanczos3,quality,srgb,convert,upright,first,auto85"
     /// ```
     var storageName: String {
-        // Built in one buffer: a memory-cache hit of a thumbnail computes it every time.
         var key = ""
         key.reserveCapacity(80)
         key += "\(width)x\(height),"
@@ -39,6 +39,36 @@ extension ThumbnailOptions {
         }
         key += outputFormat.storageName
         return key
+    }
+}
+
+extension ThumbnailOptions {
+    /// Whether `self` and `other` make the same thumbnail: what ``storageName`` names,
+    /// compared as values (the memory cache's keys; no text is made).
+    func makesSameThumbnail(as other: ThumbnailOptions) -> Bool {
+        width == other.width && height == other.height && fit == other.fit
+            && (fit != .fill || gravity == other.gravity) && allowsUpscaling == other.allowsUpscaling
+            && kernel == other.kernel && shrinkOnLoad == other.shrinkOnLoad && linearLight == other.linearLight
+            && keepsColorProfile == other.keepsColorProfile && appliesOrientation == other.appliesOrientation
+            && usesEmbeddedThumbnail == other.usesEmbeddedThumbnail && frames == other.frames
+            && outputFormat == other.outputFormat
+    }
+
+    /// Hashes what ``makesSameThumbnail(as:)`` compares.
+    func hashThumbnail(into hasher: inout Hasher) {
+        hasher.combine(width)
+        hasher.combine(height)
+        hasher.combine(fit)
+        if fit == .fill { hasher.combine(gravity) }
+        hasher.combine(allowsUpscaling)
+        hasher.combine(kernel)
+        hasher.combine(shrinkOnLoad)
+        hasher.combine(linearLight)
+        hasher.combine(keepsColorProfile)
+        hasher.combine(appliesOrientation)
+        hasher.combine(usesEmbeddedThumbnail)
+        hasher.combine(frames)
+        hasher.combine(outputFormat)
     }
 }
 

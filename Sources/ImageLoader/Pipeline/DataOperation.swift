@@ -3,11 +3,14 @@ import ImageLoaderSupport
 import RasterImage
 
 /// ``ImageLoader/data(for:options:)``: the original's bytes through ``HTTPCacheFlow``,
-/// the same RFC 9111 path image loads take (and the same entry: the original's).
+/// the same RFC 9111 path image loads take (and the same entry: the original's), run
+/// by the pipeline as image loads are.
 struct DataOperation: CachedProductMaking {
     let url: URL
     let options: LoadOptions
     let context: PipelineContext
+    /// The load's priority: the highest of its callers'.
+    let priority: PriorityHandle
 
     private var urlText: String { url.absoluteString }
     private var policy: HTTPCachePolicy { context.policy }
@@ -20,43 +23,37 @@ struct DataOperation: CachedProductMaking {
 
     private typealias Flow = HTTPCacheFlow<DataOperation>
 
-    func run() async throws -> LoadedData {
-        guard context.isFetchable(url) else {
-            throw ImageLoadingError(.unsupportedURL, url: urlText)
-        }
-        var flow = Flow(
-            url: url, storageName: CacheKey(url: url, product: .original).storageName,
-            cachePolicy: options.cachePolicy, requestHeaders: context.requestHeaders + options.headers, product: nil,
-            priority: PriorityHandle(options.priority), context: context, maker: self)
-        flow.clientValidators = options.clientValidators
-        if options.bypassesCache {
-            // A user's own request (their cookies): neither answered from nor kept in a shared cache.
-            flow.storesResponses = false
-            context.metrics.miss()
-            return try loaded(await flow.fetch(revalidating: nil))
-        }
-        switch try await flow.lookUp(memory: nil) {
-        case .miss:
-            context.metrics.miss()
-            return try loaded(await flow.fetch(revalidating: nil))
-        case .usable(var entry):
-            if let stored = try await flow.product(of: &entry) {
-                context.metrics.diskHit()
-                return loaded(stored, entry.response, .disk)
+    /// Hands the bytes to `deliver`, or the failure to `fail`. Within
+    /// stale-while-revalidate the stored bytes go out first (after `keepRunning`) and
+    /// the revalidation goes on; its own failure is then only the cache's business.
+    func run(
+        deliver: @Sendable (LoadedData) -> Void, fail: @Sendable (ImageLoadingError) -> Void,
+        keepRunning: @Sendable () -> Void
+    ) async {
+        var delivered = false
+        do {
+            guard context.isFetchable(url) else {
+                throw ImageLoadingError(.unsupportedURL, url: urlText)
             }
-            context.metrics.miss()
-            return try loaded(await flow.fetch(revalidating: nil))
-        case .stale(var entry, let whileRevalidating, _):
-            if whileRevalidating, let stored = try await flow.product(of: &entry) {
-                context.metrics.diskHit()
-                // The stale bytes now; the revalidation goes on without the caller (and
-                // shutdown waits for it).
-                let (revalidating, flow) = (entry, flow)
-                context.operations.startInBackground { _ = try? await flow.fetch(revalidating: revalidating) }
-                return loaded(stored, entry.response, .disk, .staleWhileRevalidate)
+            var flow = Flow(
+                url: url, storageName: CacheKey(url: url, product: .original).storageName,
+                cachePolicy: options.cachePolicy, requestHeaders: context.requestHeaders + options.headers,
+                product: nil, priority: priority, context: context, maker: self)
+            flow.clientValidators = options.clientValidators
+            if options.bypassesCache {
+                // A user's own request (their cookies): neither answered from nor kept in a shared cache.
+                flow.storesResponses = false
+                context.metrics.miss()
+                return deliver(try loaded(await flow.fetch(revalidating: nil)))
             }
-            context.metrics.miss()
-            return try loaded(await flow.fetch(revalidating: entry))
+            let outcome = try await flow.run(memory: nil, showsStale: false, keepRunning: keepRunning) {
+                stored, entry, freshness in
+                delivered = true
+                deliver(loaded(stored, entry.response, entry.source, freshness))
+            }
+            if let outcome, !delivered { deliver(try loaded(outcome)) }
+        } catch {
+            if !delivered { fail(ImageLoadingError(mapping: error, url: urlText)) }
         }
     }
 

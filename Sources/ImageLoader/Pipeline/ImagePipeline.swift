@@ -2,8 +2,17 @@ import Foundation
 import ImageLoaderSupport
 import RasterImage
 
-/// The first stage: one load per ``ProductKey`` however many callers wait on it, a
-/// small user of ``SharedWork``. A caller is an `AsyncStream` of the load's events;
+/// What a load tells its callers: an image load's events, an original's bytes
+/// (``ImageLoader/data(for:options:)``), or a failure of either.
+enum PipelineEvent: Sendable {
+    case image(ImageLoadEvent)
+    case data(LoadedData)
+    case failed(ImageLoadingError)
+}
+
+/// The first stage: one load per ``ProductKey`` however many callers wait on it (image
+/// loads and requests of an original's bytes alike), a small user of ``SharedWork``.
+/// A caller is an `AsyncStream` of the load's events;
 /// one that joins late first receives the events it missed (all but progress). The
 /// load runs at the highest priority of its callers; when the last caller leaves, it is
 /// cancelled, unless it must finish (a background revalidation, a prefetch, or a caller
@@ -12,30 +21,29 @@ import RasterImage
 /// Callers join and leave synchronously, under the shared work's lock, so a caller's
 /// arrival and departure are applied in the order they are made.
 final class ImagePipeline: Sendable {
-    typealias Loads = SharedWork<ProductKey, Void, Never, ImageLoadEvent>
+    typealias Loads = SharedWork<ProductKey, Void, Never, PipelineEvent>
     typealias Work = Loads.Work
 
     let metrics: LoaderMetrics
     private let loads = Loads(floor: LoadPriority.veryLow.rawValue) { event in
         // Progress is not replayed: only its latest value would matter.
-        if case .progress = event { false } else { true }
+        if case .image(.progress) = event { false } else { true }
     }
 
     init(metrics: LoaderMetrics) {
         self.metrics = metrics
     }
 
-    /// Starts (or joins) the work for `key`, delivering its events to `continuation`.
-    /// Returns the caller's identity to ``detach(_:key:)`` with, or `nil` (having
-    /// finished the continuation) when the loader is shut down.
+    /// Starts (or joins) the work for `key`, delivering its events to `onEvent` and its
+    /// end to `onEnd`. Returns the caller's identity to ``detach(_:key:)`` with, or `nil`
+    /// (having delivered `.shutDown` and the end) when the loader is shut down.
     func attach(
         key: ProductKey, priority: LoadPriority, finishesWhenCancelled: Bool,
-        continuation: AsyncStream<ImageLoadEvent>.Continuation, work: @escaping Work
+        onEvent: @escaping @Sendable (PipelineEvent) -> Void, onEnd: @escaping @Sendable () -> Void,
+        work: @escaping Work
     ) -> UInt64? {
         let id = Identity.next()
-        let caller = Loads.Member(
-            priority: PriorityHandle(priority), onEvent: { continuation.yield($0) },
-            onEnd: { _ in continuation.finish() })
+        let caller = Loads.Member(priority: PriorityHandle(priority), onEvent: onEvent, onEnd: { _ in onEnd() })
         switch loads.join(id, key: key, caller, keepsRunning: finishesWhenCancelled, work: work) {
         case .started:
             return id
@@ -43,8 +51,8 @@ final class ImagePipeline: Sendable {
             metrics.coalesced()
             return id
         case .refused:
-            continuation.yield(.failed(ImageLoadingError(.shutDown, url: key.url.absoluteString)))
-            continuation.finish()
+            onEvent(.failed(ImageLoadingError(.shutDown, url: key.url.absoluteString)))
+            onEnd()
             return nil
         }
     }

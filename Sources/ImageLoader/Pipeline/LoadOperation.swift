@@ -62,48 +62,18 @@ struct LoadOperation: CachedProductMaking {
             requestHeaders: requestHeaders, product: product, priority: priority, context: context, maker: self)
         flow.sendingRequest = { emit(.sendingRequest(hadCache: $0)) }
         flow.progress = { emit(.progress(received: $0, expected: $1)) }
-        let lookup: Flow.Lookup
+        let found: Flow.Outcome?
         do {
-            lookup = try await flow.lookUp(memory: memoryEntry())
+            found = try await flow.run(memory: memoryEntry(), showsStale: true, keepRunning: keepRunning) {
+                made, entry, freshness in
+                emit(.cached(loaded(made, entry.source, freshness)))
+            }
         } catch let error as ImageLoadingError {
             guard case .rememberedFailure = error.reason else { throw error }
             emit(.failed(error))
             return
         }
-        let outcome: Flow.Outcome
-        switch lookup {
-        case .miss:
-            context.logMiss(urlText, "cache miss")
-            context.metrics.miss()
-            outcome = try await flow.fetch(revalidating: nil)
-        case .usable(var entry):
-            if let made = try await flow.product(of: &entry) {
-                hit(entry)
-                emit(.cached(loaded(made, entry.source)))
-                return
-            }
-            context.logMiss(urlText, "cache miss: stored entry unusable")
-            context.metrics.miss()
-            outcome = try await flow.fetch(revalidating: nil)
-        case .stale(var entry, let whileRevalidating, let why):
-            if whileRevalidating {
-                // Before the stale image goes out: a caller that leaves as soon as it has
-                // it must not cancel the revalidation.
-                keepRunning()
-            } else {
-                context.logMiss(urlText, "cache miss: \(why)")
-                context.metrics.miss()
-            }
-            // The stale image first, for the caller to show while the origin is asked.
-            if let made = try await flow.product(of: &entry) {
-                if whileRevalidating { hit(entry) }
-                let freshness: LoadedImage.Freshness = whileRevalidating ? .staleWhileRevalidate : .needsRevalidation
-                emit(.cached(loaded(made, entry.source, freshness)))
-                outcome = try await flow.fetch(revalidating: entry)
-            } else {
-                outcome = try await flow.fetch(revalidating: nil)
-            }
-        }
+        guard let outcome = found else { return }
         switch outcome {
         case .revalidated(let made, let updated):
             context.remember(made.image, encoded: made.encoded, response: updated, for: key.cache)
@@ -112,7 +82,7 @@ struct LoadOperation: CachedProductMaking {
             if storable {
                 context.remember(made.image, encoded: made.encoded, response: stored, for: key.cache)
             } else {
-                context.memoryCache?.remove(key.cache.storageName)
+                context.memoryCache?.remove(key.cache)
             }
             emit(.completed(loaded(made, source)))
         case .staleIfError(let made, let entry, let error):
@@ -121,13 +91,9 @@ struct LoadOperation: CachedProductMaking {
         }
     }
 
-    private func hit(_ entry: CachedEntry<Made>) {
-        if entry.fromMemory { context.metrics.memoryHit() } else { context.metrics.diskHit() }
-    }
-
     /// The product in memory, when it answers this request.
     private func memoryEntry() -> CachedEntry<Made>? {
-        guard let entry = context.memoryCache?.entry(for: key.cache.storageName), let response = entry.response,
+        guard let entry = context.memoryCache?.entry(for: key.cache), let response = entry.response,
             // Entries in memory were stored with this loader's own header fields: Vary
             // matches unless this load adds its own.
             options.headers.isEmpty || policy.matchesVary(response, requestHeaders: requestHeaders)

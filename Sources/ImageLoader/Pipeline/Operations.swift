@@ -1,8 +1,8 @@
 import ImageLoaderSupport
 import RasterImage
 
-/// The loader's work outside the pipeline's loads: `data(for:)`, `decode(_:)`,
-/// `thumbnail(of:)`, and the background revalidations `data(for:)` starts. Each is
+/// The loader's work outside the pipeline's loads: `decode(_:)`, `thumbnail(of:)`,
+/// `processing(_:)`, and the object stores' background refreshes. Each is
 /// counted while it runs, so that ``ImageLoader/shutdown()`` can wait for all of them
 /// before it saves the disk cache's index and stops the threads they use; once the
 /// loader is shut down, new ones are refused with `.shutDown`.

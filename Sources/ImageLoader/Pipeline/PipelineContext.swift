@@ -161,13 +161,12 @@ struct PipelineContext: Sendable {
     /// Keeps an image (and a thumbnail's encoded bytes) in memory with its freshness worked out now.
     func remember(_ image: RasterImage, encoded: EncodedImage?, response: StoredResponse?, for key: CacheKey) {
         memoryCache?.insert(
-            image, encoded: encoded, response: response, freshUntil: freshUntil(response), for: key.storageName)
+            image, encoded: encoded, response: response, freshUntil: freshUntil(response), for: key)
     }
 
-    /// A fresh image in memory under `name` (``CacheKey/storageName``): the fast path,
-    /// one lock and a comparison.
-    func freshInMemory(_ name: String) -> (image: RasterImage, encoded: EncodedImage?)? {
-        memoryCache?.freshHit(for: name, at: now)
+    /// A fresh image in memory under `key`: the fast path, one lock and a comparison.
+    func freshInMemory(_ key: CacheKey) -> (image: RasterImage, encoded: EncodedImage?)? {
+        memoryCache?.freshHit(for: key, at: now)
     }
 
     func logMiss(_ key: String, _ message: String) {

@@ -29,25 +29,26 @@ public enum ImageProduct: Sendable, Hashable {
     }
 }
 
-/// Where a product is kept, in memory and on disk: a URL (without fragment) and a product.
+/// Where a product is kept, in memory and on disk: a URL (without fragment) and a
+/// product. Two keys are equal when their URLs are and their products make the same
+/// pixels and bytes (a thumbnail's limits, which the loader sets, do not count): the
+/// memory cache and the pipeline's shared work compare them as values; only the disk
+/// cache names them as text (``storageName``).
 struct CacheKey: Sendable, Hashable {
     let url: URL
     let product: ImageProduct
 
-    /// The name the memory and disk caches file it under: the URL for an original,
-    /// the URL and the thumbnail's options otherwise. The URL has no fragment, so no
-    /// URL can reach another product's name.
-    let storageName: String
-
+    /// `url` made absolute when it is relative to a base: keys compare the URL the
+    /// loader fetches.
     init(url: URL, product: ImageProduct) {
-        self.url = url
+        self.url = url.baseURL == nil ? url : url.absoluteURL
         self.product = product
-        storageName = CacheKey.storageName(url: url, product: product)
     }
 
-    /// The storage name alone (the memory-hit path needs nothing else). A thumbnail's
-    /// options name it without their limits, which the loader sets.
-    static func storageName(url: URL, product: ImageProduct) -> String {
+    /// The name the disk cache files the product under: the URL for an original, the
+    /// URL and the thumbnail's options otherwise. The URL has no fragment, so no URL
+    /// can reach another product's name.
+    var storageName: String {
         guard case .thumbnail(let options) = product else { return url.absoluteString }
         var name = url.absoluteString
         name.reserveCapacity(name.utf8.count + 96)
@@ -57,18 +58,40 @@ struct CacheKey: Sendable, Hashable {
         return name
     }
 
-    static func == (a: CacheKey, b: CacheKey) -> Bool { a.storageName == b.storageName }
-    func hash(into hasher: inout Hasher) { hasher.combine(storageName) }
+    static func == (a: CacheKey, b: CacheKey) -> Bool {
+        guard a.url == b.url else { return false }
+        switch (a.product, b.product) {
+        case (.original, .original): return true
+        case (.thumbnail(let x), .thumbnail(let y)): return x.makesSameThumbnail(as: y)
+        default: return false
+        }
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(url)
+        if case .thumbnail(let options) = product { options.hashThumbnail(into: &hasher) }
+    }
 }
 
-/// The first stage: one load of one product, shared by every caller asking for it
-/// with the same cache policy and request header fields.
+/// The first stage: one load of one product (or of an original's bytes), shared by
+/// every caller asking for it with the same cache policy and request header fields.
 struct ProductKey: Sendable, Hashable {
     let cache: CacheKey
     let cachePolicy: LoadOptions.CachePolicy
     /// The caller's own request header fields (``LoadOptions/headers``): a request
     /// with other credentials is other work.
     let headers: [HeaderField]
+    /// What the load hands out.
+    var delivery = Delivery.product
+
+    /// What a load hands out: the product (an image load's events), or the original's
+    /// bytes (``ImageLoader/data(for:options:)``), with what its caller adds to the
+    /// request: a client's validators, sent when nothing is stored, and whether the
+    /// caches are bypassed.
+    enum Delivery: Sendable, Hashable {
+        case product
+        case bytes(clientValidators: [HeaderField], bypassesCache: Bool)
+    }
 
     var url: URL { cache.url }
     var product: ImageProduct { cache.product }
