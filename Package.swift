@@ -62,14 +62,11 @@ let package = Package(
             name: "CLCMS",
             linkerSettings: [.linkedLibrary("lcms2")]
         ),
-        .systemLibrary(
-            name: "CHEIF",
-            providers: [.apt(["libheif-dev"])]
-        ),
-        .systemLibrary(
-            name: "CAVIF",
-            providers: [.apt(["libavif-dev"])]
-        ),
+        // libheif and libavif: their headers at build time, the libraries (and the HEVC
+        // and AV1 codecs they load) opened at run time when the format is first met
+        // (lazy.c, written by scripts/generate-lazy-libraries.py).
+        .target(name: "CHEIF", linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "CAVIF", linkerSettings: [.linkedLibrary("dl")]),
         .target(
             name: "CJXL",
             linkerSettings: [.linkedLibrary("jxl")]

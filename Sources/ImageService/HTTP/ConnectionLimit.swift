@@ -14,16 +14,8 @@ import RasterImage
 /// as soon as they are accepted. The process keeps the descriptors it needs, and nginx
 /// in front fails over to another instance. Pair it with the HTTP server's idle timeout
 /// (`HTTP1Channel.Configuration.idleTimeout`), which closes the connections that hold a
-/// place without using it.
-///
-/// ```swift
-/// let limit = ConnectionLimit(maximum: 4096)
-/// let app = Application(
-///     router: router,
-///     server: .http1(configuration: .init(
-///         additionalChannelHandlers: [ConnectionLimitHandler(limit: limit), ClientDepartureHandler()],
-///         idleTimeout: .seconds(60))))
-/// ```
+/// place without using it. ``ImageService/connectionHandlers(maxConnections:)`` makes
+/// one limit and gives every connection its handler (the one place they are assembled).
 ///
 /// Metrics: `imageservice_connections_open` (a gauge) and
 /// `imageservice_connections_refused_total`.

@@ -10,16 +10,9 @@ import NIOHTTPTypes
 /// after the answer. So a client that sends a `GET` with a large `Content-Length` and
 /// then one byte of body every few seconds holds its connection for days. This bounds
 /// that: the whole request must arrive within `deadline` of its head. The time an
-/// answer takes to make is not counted. One handler per connection, in the
-/// `additionalChannelHandlers`:
-///
-/// ```swift
-/// let app = Application(
-///     router: router,
-///     server: .http1(configuration: .init(
-///         additionalChannelHandlers: [RequestDeadlineHandler(deadline: .seconds(10))],
-///         idleTimeout: .seconds(60))))
-/// ```
+/// answer takes to make is not counted. One handler per connection, made with the
+/// others by ``ImageService/connectionHandlers(maxConnections:)`` (the one place they
+/// are assembled), with the service's timeout plus a second as its deadline.
 ///
 /// `imageloader serve` uses `--timeout`: the body of `POST /info` and `POST /upload` is
 /// read within that too, and answered with 504 when it is late.

@@ -118,6 +118,9 @@ final class AVIFFile {
     }
 
     init(_ bytes: UnsafeRawBufferPointer, limits: DecodingLimits) throws {
+        if let failure = LazyLibraries.avifFailure {
+            throw ImageDecodingError(.unsupported, format: .avif, message: failure)
+        }
         // The boxes are counted, and a grid's tiles checked, before libavif parses them.
         let boxes = try HEIFBoxes(bytes, limits: limits, format: .avif)
         try HEIFFile.check(boxes, limits: limits, format: .avif)

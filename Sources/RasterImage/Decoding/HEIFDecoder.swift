@@ -107,6 +107,9 @@ final class HEIFFile {
     }
 
     init(_ bytes: UnsafeRawBufferPointer, limits: DecodingLimits) throws {
+        if let failure = LazyLibraries.heifFailure {
+            throw ImageDecodingError(.unsupported, format: .heif, message: failure)
+        }
         let parsed = try HEIFBoxes(bytes, limits: limits, format: .heif)
         try HEIFFile.check(parsed, limits: limits, format: .heif)
         if parsed.isTruncated {

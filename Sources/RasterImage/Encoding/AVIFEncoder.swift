@@ -37,6 +37,9 @@ public struct AVIFEncoder: Sendable, Hashable {
             throw ImageEncodingError(.invalidParameter, format: .avif, message: "speed \(speed) is not in 0...10")
         }
         try ImageEncodingError.checkFrame(frame, of: image, format: .avif)
+        if let failure = LazyLibraries.avifFailure {
+            throw ImageEncodingError(.failed, format: .avif, message: failure)
+        }
         guard image.width <= 65_536, image.height <= 65_536 else {
             throw ImageEncodingError(.unsupportedImage, format: .avif, message: "AV1 is limited to 65536 pixels a side")
         }

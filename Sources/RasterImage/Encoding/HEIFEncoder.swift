@@ -33,7 +33,9 @@ public struct HEIFEncoder: Sendable, Hashable {
     }
 
     /// Whether this libheif can write HEVC (it needs its x265 plug-in).
-    public static var isAvailable: Bool { heif_have_encoder_for_format(heif_compression_HEVC) != 0 }
+    public static var isAvailable: Bool {
+        LazyLibraries.heifFailure == nil && heif_have_encoder_for_format(heif_compression_HEVC) != 0
+    }
 
     /// Encodes frame `frame` of `image`.
     public func encode(_ image: RasterImage, frame: Int = 0) throws(ImageEncodingError) -> [UInt8] {
@@ -44,6 +46,9 @@ public struct HEIFEncoder: Sendable, Hashable {
             throw ImageEncodingError(.invalidParameter, format: .heif, message: "x265 has no preset \(preset)")
         }
         try ImageEncodingError.checkFrame(frame, of: image, format: .heif)
+        if let failure = LazyLibraries.heifFailure {
+            throw ImageEncodingError(.failed, format: .heif, message: failure)
+        }
         // HEVC's level limits, and x265's: sides of at least 2 (4:2:0) and at most 16384.
         guard (1...16_384).contains(image.width), (1...16_384).contains(image.height) else {
             throw ImageEncodingError(

@@ -1,0 +1,77 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// libheif and libavif (with the HEVC and AV1 codecs they load) are opened when a HEIF
+/// or AVIF image is first met, not when the process starts: the dynamic loader's own
+/// account (`LD_DEBUG=files`) of what a process maps.
+@Suite("Format libraries opened on first use")
+struct LazyLibraryTests {
+    /// The libraries the dynamic loader opened for `arguments`, by file name.
+    func opened(_ arguments: [String], environment: [String: String] = [:]) async throws -> (Set<String>, CommandResult)
+    {
+        let run = try await Command.run(arguments, environment: environment.merging(["LD_DEBUG": "files"]) { $1 })
+        var names: Set<String> = []
+        for line in run.stderr.split(separator: "\n") {
+            guard let range = line.range(of: "file="), line.contains("needed by") || line.contains("loaded by")
+            else { continue }
+            let rest = line[range.upperBound...]
+            names.insert(String(rest.prefix { $0 != " " && $0 != ";" && $0 != "[" }))
+        }
+        return (names, run)
+    }
+
+    @Test("a JPEG or PNG job maps neither library nor their codecs; a HEIC and an AVIF job open theirs")
+    func openedWhenMet() async throws {
+        try await Command.withTemporaryDirectory { directory in
+            let codecs = [
+                "libheif.so.1", "libavif.so.15", "libde265.so.0", "libx265.so.199", "libdav1d.so.6", "libaom.so.3",
+            ]
+            for input in ["images/jpeg-800x600.jpg", "images/png-rgb8.png"] {
+                let (names, run) = try await opened(
+                    ["thumbnail", Command.fixture(input), "--size", "64", "-o", directory.path + "/t.png"])
+                #expect(run.status == 0, "\(input): \(run.stderr.suffix(300))")
+                #expect(!names.isEmpty, "LD_DEBUG printed nothing")
+                for codec in codecs { #expect(!names.contains(codec), "\(input) mapped \(codec)") }
+            }
+            let (heif, heifRun) = try await opened(
+                [
+                    "thumbnail", Command.fixture("modern/images/heif-8bit.heic"), "--size", "64", "-o",
+                    directory.path + "/h.png",
+                ])
+            #expect(heifRun.status == 0)
+            #expect(heif.contains("libheif.so.1") && heif.contains("libde265.so.0") && !heif.contains("libavif.so.15"))
+            let (avif, avifRun) = try await opened(
+                [
+                    "thumbnail", Command.fixture("modern/images/avif-8bit.avif"), "--size", "64", "-o",
+                    directory.path + "/a.png",
+                ])
+            #expect(avifRun.status == 0)
+            #expect(avif.contains("libavif.so.15") && !avif.contains("libheif.so.1"))
+        }
+    }
+
+    @Test("a library that cannot be opened is a typed error naming it and its package, not a crash")
+    func missingLibrary() async throws {
+        try await Command.withTemporaryDirectory { directory in
+            for (input, variable, soname) in [
+                ("modern/images/heif-8bit.heic", "IMAGELOADER_HEIF_LIBRARY", "libheif.so.1"),
+                ("modern/images/avif-8bit.avif", "IMAGELOADER_AVIF_LIBRARY", "libavif.so.15"),
+            ] {
+                let run = try await Command.run(
+                    ["thumbnail", Command.fixture(input), "--size", "64", "-o", directory.path + "/t.png"],
+                    environment: [variable: directory.path + "/missing.so"])
+                #expect(run.status == 1, "\(input): \(run.status)")
+                #expect(run.stderr.contains("\(soname) cannot be opened"), "\(run.stderr)")
+                #expect(run.stderr.contains("apt-get install"), "\(run.stderr)")
+                // The rest of the process is unaffected: a JPEG still works beside it.
+                let jpeg = try await Command.run(
+                    [
+                        "thumbnail", Command.fixture("images/jpeg-800x600.jpg"), "--size", "64", "-o",
+                        directory.path + "/j.png",
+                    ], environment: [variable: directory.path + "/missing.so"])
+                #expect(jpeg.status == 0)
+            }
+        }
+    }
+}
