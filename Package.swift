@@ -42,9 +42,11 @@ let package = Package(
             name: "CGIF",
             providers: [.apt(["libgif-dev"])]
         ),
+        // libtiff (with the codecs it loads: zstd, lzma, LERC, JBIG) opened at run time
+        // when the first TIFF is met (lazy.c, written by scripts/generate-lazy-libraries.py).
         .target(
             name: "CTIFF",
-            linkerSettings: [.linkedLibrary("tiff")]
+            linkerSettings: [.linkedLibrary("dl")]
         ),
         .systemLibrary(
             name: "CWebP",
@@ -71,12 +73,13 @@ let package = Package(
             name: "CJXL",
             linkerSettings: [.linkedLibrary("jxl")]
         ),
-        // FreeType for the contact sheet's labels: its headers at build time, the library
-        // opened at run time (dlopen) when a label is first drawn.
-        .systemLibrary(
-            name: "CFreeTypeHeaders", pkgConfig: "freetype2", providers: [.apt(["libfreetype-dev"])]
-        ),
-        .target(name: "CFreeType", dependencies: ["CFreeTypeHeaders"], linkerSettings: [.linkedLibrary("dl")]),
+        // FreeType for the contact sheet's labels: its headers at build time, through
+        // Sources/CFreeType/freetype2 (a link to Debian's /usr/include/freetype2, so that
+        // no pkg-config link flag comes with them), the library opened at run time
+        // (dlopen) when a label is first drawn.
+        .target(
+            name: "CFreeType", exclude: ["freetype2"], cSettings: [.headerSearchPath("freetype2")],
+            linkerSettings: [.linkedLibrary("dl")]),
         // librsvg and cairo for SVG sources, opened at run time (dlopen) when the first
         // SVG is rendered: Debian's librsvg2-2, no headers needed.
         .target(name: "CSVG", linkerSettings: [.linkedLibrary("dl")]),

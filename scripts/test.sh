@@ -10,5 +10,8 @@ bash scripts/serve-cluster.sh install
 bash scripts/storage-servers.sh install
 # Pillow with pillow-heif: the independent decoder of HEIC results.
 bash scripts/reference-decoders.sh install
+# The definitions that open libheif, libavif and libtiff at run time match the functions
+# RasterImage calls and the installed headers.
+python3 scripts/generate-lazy-libraries.py --check
 bash scripts/docs.sh
 swift test "$@"

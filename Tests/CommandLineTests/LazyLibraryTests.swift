@@ -2,8 +2,8 @@ import Foundation
 import TestSupport
 import Testing
 
-/// libheif and libavif (with the HEVC and AV1 codecs they load) are opened when a HEIF
-/// or AVIF image is first met, not when the process starts: the dynamic loader's own
+/// libheif, libavif and libtiff (with the HEVC and AV1 codecs and the rest they load) are
+/// opened when their format is first met, not when the process starts: the dynamic loader's own
 /// account (`LD_DEBUG=files`) of what a process maps.
 @Suite("Format libraries opened on first use")
 struct LazyLibraryTests {
@@ -21,11 +21,12 @@ struct LazyLibraryTests {
         return (names, run)
     }
 
-    @Test("a JPEG or PNG job maps neither library nor their codecs; a HEIC and an AVIF job open theirs")
+    @Test("a JPEG or PNG job maps none of the libraries nor their codecs; a HEIC, an AVIF and a TIFF job open theirs")
     func openedWhenMet() async throws {
         try await Command.withTemporaryDirectory { directory in
             let codecs = [
                 "libheif.so.1", "libavif.so.15", "libde265.so.0", "libx265.so.199", "libdav1d.so.6", "libaom.so.3",
+                "libtiff.so.6", "libzstd.so.1",
             ]
             for input in ["images/jpeg-800x600.jpg", "images/png-rgb8.png"] {
                 let (names, run) = try await opened(
@@ -48,6 +49,13 @@ struct LazyLibraryTests {
                 ])
             #expect(avifRun.status == 0)
             #expect(avif.contains("libavif.so.15") && !avif.contains("libheif.so.1"))
+            let (tiff, tiffRun) = try await opened(
+                [
+                    "thumbnail", Command.fixture("images/tiff-rgb-lzw.tif"), "--size", "64", "-o",
+                    directory.path + "/t.png",
+                ])
+            #expect(tiffRun.status == 0)
+            #expect(tiff.contains("libtiff.so.6") && !tiff.contains("libavif.so.15"))
         }
     }
 
@@ -57,6 +65,7 @@ struct LazyLibraryTests {
             for (input, variable, soname) in [
                 ("modern/images/heif-8bit.heic", "IMAGELOADER_HEIF_LIBRARY", "libheif.so.1"),
                 ("modern/images/avif-8bit.avif", "IMAGELOADER_AVIF_LIBRARY", "libavif.so.15"),
+                ("images/tiff-rgb-lzw.tif", "IMAGELOADER_TIFF_LIBRARY", "libtiff.so.6"),
             ] {
                 let run = try await Command.run(
                     ["thumbnail", Command.fixture(input), "--size", "64", "-o", directory.path + "/t.png"],

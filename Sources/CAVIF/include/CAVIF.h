@@ -8,5 +8,5 @@
 /// Opens libavif (once per process; `IMAGELOADER_AVIF_LIBRARY` may name another file).
 /// Returns 1 when every function RasterImage calls was found, else 0 with `*error`
 /// saying why. No other function of this target may be called before it returned 1.
-int cavif_open(const char **error);
+int cavif_load_library(const char **error);
 #endif

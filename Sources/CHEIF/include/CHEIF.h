@@ -8,5 +8,5 @@
 /// Opens libheif (once per process; `IMAGELOADER_HEIF_LIBRARY` may name another file).
 /// Returns 1 when every function RasterImage calls was found, else 0 with `*error`
 /// saying why. No other function of this target may be called before it returned 1.
-int cheif_open(const char **error);
+int cheif_load_library(const char **error);
 #endif

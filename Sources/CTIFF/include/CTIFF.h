@@ -7,6 +7,12 @@
 #include <stdint.h>
 #include <tiffio.h>
 
+/// Opens libtiff (once per process; `IMAGELOADER_TIFF_LIBRARY` may name another file;
+/// lazy.c, written by scripts/generate-lazy-libraries.py). Returns 1 when every function
+/// this target calls was found, else 0 with `*error` saying why. No other function of
+/// this target may be called before it returned 1.
+int ctiff_load_library(const char **error);
+
 /// Copies up to `count` bytes at `offset` into `buffer`; returns how many it copied.
 typedef size_t (*ctiff_read_at_fn)(void *context, uint64_t offset, uint8_t *buffer, size_t count);
 

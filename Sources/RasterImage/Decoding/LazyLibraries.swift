@@ -1,17 +1,22 @@
 import CAVIF
 import CHEIF
+import CTIFF
 
 /// The libraries RasterImage opens when their format is first met, not when the
-/// process starts (CHEIF's and CAVIF's `lazy.c`): libheif and libavif, with the HEVC
-/// and AV1 codecs and the rest they load (30 shared libraries). Every path into them
-/// asks here first; a process that never meets HEIF or AVIF maps none of them.
+/// process starts (CHEIF's, CAVIF's and CTIFF's `lazy.c`): libheif, libavif and
+/// libtiff, with the HEVC and AV1 codecs and the rest they load (35 shared libraries).
+/// Every path into them asks here first; a process that never meets these formats
+/// maps none of them.
 enum LazyLibraries {
     /// Why libheif cannot be used (not installed, or a version without a function
     /// RasterImage calls), or `nil` once it is open.
-    static var heifFailure: String? { failure(cheif_open) }
+    static var heifFailure: String? { failure(cheif_load_library) }
 
     /// Why libavif cannot be used, or `nil` once it is open.
-    static var avifFailure: String? { failure(cavif_open) }
+    static var avifFailure: String? { failure(cavif_load_library) }
+
+    /// Why libtiff cannot be used, or `nil` once it is open.
+    static var tiffFailure: String? { failure(ctiff_load_library) }
 
     private static func failure(_ open: (UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32) -> String? {
         var error: UnsafePointer<CChar>?

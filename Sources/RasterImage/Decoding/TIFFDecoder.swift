@@ -135,6 +135,9 @@ final class TIFFFile {
     private var tiff: OpaquePointer { handle.pointee.tiff }
 
     init(_ reader: ByteReader, limits: DecodingLimits) throws {
+        if let failure = LazyLibraries.tiffFailure {
+            throw ImageDecodingError(.unsupported, format: .tiff, message: failure)
+        }
         self.reader = reader
         self.limits = limits
         handle = .allocate(capacity: 1)
