@@ -11,9 +11,6 @@
 #                              arguments ask for all of them): less for the loader to map
 #   pack-relative-relocs       the 130,000 relative relocations in compact form (DT_RELR,
 #                              with glibc 2.36 or later): 3 MB less to read at start-up
-#   --as-needed                no library the executable never calls is loaded at start-up
-#                              (FreeType's headers come with a -lfreetype from pkg-config;
-#                              the library itself is opened at run time, for labels)
 # The first build takes about 6 minutes on 2 cores; later ones seconds to minutes.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -26,5 +23,5 @@ if [[ -n $glibc ]] && printf '2.36\n%s\n' "$glibc" | sort -V -C; then
 fi
 swift build -c release --product imageloader --static-swift-stdlib --scratch-path .build-release \
   -Xswiftc -use-ld=lld -Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections \
-  "${relr[@]}" -Xlinker --no-export-dynamic -Xlinker --as-needed \
+  "${relr[@]}" -Xlinker --no-export-dynamic \
   -Xlinker "--symbol-ordering-file=$PWD/scripts/imageloader.order" -Xlinker --no-warn-symbol-ordering
