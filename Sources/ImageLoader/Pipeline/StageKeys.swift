@@ -37,20 +37,22 @@ public enum ImageProduct: Sendable, Hashable {
 struct CacheKey: Sendable, Hashable {
     let url: URL
     let product: ImageProduct
+    /// The URL as text, resolved against its base: what keys compare and hash (one
+    /// string, as the memory cache's keys were before they were values).
+    private let urlText: String
 
-    /// `url` made absolute when it is relative to a base: keys compare the URL the
-    /// loader fetches.
     init(url: URL, product: ImageProduct) {
-        self.url = url.baseURL == nil ? url : url.absoluteURL
+        self.url = url
         self.product = product
+        urlText = url.absoluteString
     }
 
     /// The name the disk cache files the product under: the URL for an original, the
     /// URL and the thumbnail's options otherwise. The URL has no fragment, so no URL
     /// can reach another product's name.
     var storageName: String {
-        guard case .thumbnail(let options) = product else { return url.absoluteString }
-        var name = url.absoluteString
+        guard case .thumbnail(let options) = product else { return urlText }
+        var name = urlText
         name.reserveCapacity(name.utf8.count + 96)
         name += "#thumbnail("
         name += options.storageName
@@ -59,7 +61,7 @@ struct CacheKey: Sendable, Hashable {
     }
 
     static func == (a: CacheKey, b: CacheKey) -> Bool {
-        guard a.url == b.url else { return false }
+        guard a.urlText == b.urlText else { return false }
         switch (a.product, b.product) {
         case (.original, .original): return true
         case (.thumbnail(let x), .thumbnail(let y)): return x.makesSameThumbnail(as: y)
@@ -68,7 +70,7 @@ struct CacheKey: Sendable, Hashable {
     }
 
     func hash(into hasher: inout Hasher) {
-        hasher.combine(url)
+        hasher.combine(urlText)
         if case .thumbnail(let options) = product { options.hashThumbnail(into: &hasher) }
     }
 }
