@@ -12,7 +12,9 @@ public enum ImageProduct: Sendable, Hashable {
     case original
     /// A thumbnail; the disk cache keeps it encoded, with the original's response, so it
     /// stays valid exactly as long as the original (a 304 keeps it, a new original replaces it).
-    case thumbnail(ThumbnailOptions)
+    // Boxed: the product is part of every cache key, and an original's key then stays as
+    // small as its URL's (memory hits of originals were 1.13x slower unboxed).
+    indirect case thumbnail(ThumbnailOptions)
 
     /// The product with the loader's decoding limits, so that two requests differing
     /// only in limits the loader overrides are one product.
