@@ -51,7 +51,7 @@ extension ImageService {
             let key = ResultKey(source: allowed.text, options: url.options, formats: features.formats, cookie: cookie)
             let resultCacheKey = cookie == nil ? requestKey : nil
             let outcome = try await withTimeout(leavingWith: await departure()) {
-                try await self.shared(url, allowed, key, resultCacheKey, conditions, features: features)
+                try await self.sharedOutcome(url, allowed, key, resultCacheKey, conditions, features: features)
             }
             switch outcome {
             case .notModified(let meta): return .notModified(meta)
@@ -71,7 +71,7 @@ extension ImageService {
     /// joins a run ending in a 304 its own conditions do not match (a plain request, or
     /// other validators) goes on to a run that makes the image, which requests like it
     /// share: at most two runs, whatever the mix of requests.
-    private func shared(
+    private func sharedOutcome(
         _ url: ProcessingURL, _ allowed: SourcePolicy.Allowed, _ key: ResultKey, _ requestKey: RequestKey?,
         _ conditions: Conditions, features: ClientFeatures
     ) async throws -> ProcessingOutcome {
