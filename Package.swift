@@ -69,9 +69,12 @@ let package = Package(
         // (lazy.c, written by scripts/generate-lazy-libraries.py).
         .target(name: "CHEIF", linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "CAVIF", linkerSettings: [.linkedLibrary("dl")]),
+        // libjxl (with brotli and highway) opened at run time when the first JPEG XL is
+        // met (lazy.c, written by scripts/generate-lazy-libraries.py); shim.c's capture
+        // of its traces binds as before (see CJXL.h).
         .target(
             name: "CJXL",
-            linkerSettings: [.linkedLibrary("jxl")]
+            linkerSettings: [.linkedLibrary("dl")]
         ),
         // FreeType for the contact sheet's labels: its headers at build time, through
         // Sources/CFreeType/freetype2 (a link to Debian's /usr/include/freetype2, so that

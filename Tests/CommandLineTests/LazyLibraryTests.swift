@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// libheif, libavif and libtiff (with the HEVC and AV1 codecs and the rest they load) are
+/// libheif, libavif, libtiff and libjxl (with the HEVC and AV1 codecs and the rest they load) are
 /// opened when their format is first met, not when the process starts: the dynamic loader's own
 /// account (`LD_DEBUG=files`) of what a process maps.
 @Suite("Format libraries opened on first use")
@@ -21,12 +21,14 @@ struct LazyLibraryTests {
         return (names, run)
     }
 
-    @Test("a JPEG or PNG job maps none of the libraries nor their codecs; a HEIC, an AVIF and a TIFF job open theirs")
+    @Test(
+        "a JPEG or PNG job maps none of the libraries nor their codecs; a HEIC, an AVIF, a TIFF and a JPEG XL job open theirs"
+    )
     func openedWhenMet() async throws {
         try await Command.withTemporaryDirectory { directory in
             let codecs = [
                 "libheif.so.1", "libavif.so.15", "libde265.so.0", "libx265.so.199", "libdav1d.so.6", "libaom.so.3",
-                "libtiff.so.6", "libzstd.so.1",
+                "libtiff.so.6", "libzstd.so.1", "libjxl.so.0.7", "libhwy.so.1",
             ]
             for input in ["images/jpeg-800x600.jpg", "images/png-rgb8.png"] {
                 let (names, run) = try await opened(
@@ -56,6 +58,13 @@ struct LazyLibraryTests {
                 ])
             #expect(tiffRun.status == 0)
             #expect(tiff.contains("libtiff.so.6") && !tiff.contains("libavif.so.15"))
+            let (jxl, jxlRun) = try await opened(
+                [
+                    "thumbnail", Command.fixture("modern/images/jxl-alpha.jxl"), "--size", "64", "-o",
+                    directory.path + "/x.png",
+                ])
+            #expect(jxlRun.status == 0)
+            #expect(jxl.contains("libjxl.so.0.7") && !jxl.contains("libtiff.so.6"))
         }
     }
 
@@ -66,6 +75,7 @@ struct LazyLibraryTests {
                 ("modern/images/heif-8bit.heic", "IMAGELOADER_HEIF_LIBRARY", "libheif.so.1"),
                 ("modern/images/avif-8bit.avif", "IMAGELOADER_AVIF_LIBRARY", "libavif.so.15"),
                 ("images/tiff-rgb-lzw.tif", "IMAGELOADER_TIFF_LIBRARY", "libtiff.so.6"),
+                ("modern/images/jxl-alpha.jxl", "IMAGELOADER_JXL_LIBRARY", "libjxl.so.0.7"),
             ] {
                 let run = try await Command.run(
                     ["thumbnail", Command.fixture(input), "--size", "64", "-o", directory.path + "/t.png"],

@@ -9,6 +9,12 @@
 #include <jxl/decode.h>
 #include <jxl/encode.h>
 
+/// Opens libjxl (once per process; `IMAGELOADER_JXL_LIBRARY` may name another file;
+/// lazy.c, written by scripts/generate-lazy-libraries.py). Returns 1 when every
+/// function RasterImage calls was found, else 0 with `*error` saying why. No libjxl
+/// function may be called before it returned 1.
+int cjxl_load_library(const char **error);
+
 /// The state behind a counting memory manager: what libjxl holds now, the most it
 /// held, and the cap. One per decoder or encoder; libjxl may call it from its own
 /// threads, so the counts are atomic.
@@ -28,7 +34,9 @@ JxlMemoryManager cjxl_counting_manager(cjxl_memory *memory);
 /// failure it passes up (`JXL_FAILURE`, `JXL_RETURN_IF_ERROR`), from a function it does
 /// not export. The shim defines the two fortified stdio entry points those traces go
 /// through (`__fprintf_chk`, `__vfprintf_chk`), so the dynamic linker binds libjxl's
-/// calls to them: while the calling thread is inside a capture, what it writes to
+/// calls to them (libjxl is opened at run time; the linker exports the executable's
+/// definitions of these two because the C library defines them too, and a library
+/// opened later finds the executable's first): while the calling thread is inside a capture, what it writes to
 /// standard error is kept in `capture` (the first line, cut to its size) instead of
 /// printed; every other call, and every other thread, goes on to the C library's own
 /// function. libjxl runs on the thread that calls it (no parallel runner is set), so

@@ -1,10 +1,12 @@
 import CAVIF
 import CHEIF
+import CJXL
 import CTIFF
 
 /// The libraries RasterImage opens when their format is first met, not when the
-/// process starts (CHEIF's, CAVIF's and CTIFF's `lazy.c`): libheif, libavif and
-/// libtiff, with the HEVC and AV1 codecs and the rest they load (35 shared libraries).
+/// process starts (CHEIF's, CAVIF's, CTIFF's and CJXL's `lazy.c`): libheif, libavif,
+/// libtiff and libjxl, with the HEVC and AV1 codecs and the rest they load (40 shared
+/// libraries).
 /// Every path into them asks here first; a process that never meets these formats
 /// maps none of them.
 enum LazyLibraries {
@@ -17,6 +19,9 @@ enum LazyLibraries {
 
     /// Why libtiff cannot be used, or `nil` once it is open.
     static var tiffFailure: String? { failure(ctiff_load_library) }
+
+    /// Why libjxl cannot be used, or `nil` once it is open.
+    static var jxlFailure: String? { failure(cjxl_load_library) }
 
     private static func failure(_ open: (UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32) -> String? {
         var error: UnsafePointer<CChar>?

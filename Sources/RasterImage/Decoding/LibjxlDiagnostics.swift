@@ -9,7 +9,10 @@ enum LibjxlDiagnostics {
     /// Runs `body` with libjxl's traces on this thread captured; a decoding error it
     /// throws carries libjxl's own first line as its cause.
     static func decoding<T>(_ body: () throws -> T) throws -> T {
-        try capturing(body) { error, cause in
+        if let failure = LazyLibraries.jxlFailure {
+            throw ImageDecodingError(.unsupported, format: .jxl, message: failure)
+        }
+        return try capturing(body) { error, cause in
             guard let error = error as? ImageDecodingError else { return error }
             let message = [error.message, cause].compactMap { $0 }.joined(separator: ": ")
             return ImageDecodingError(error.reason, format: error.format, message: message)
@@ -18,7 +21,10 @@ enum LibjxlDiagnostics {
 
     /// The encoder's form: the same capture, its typed error annotated alike.
     static func encoding<T>(_ body: () throws(ImageEncodingError) -> T) throws(ImageEncodingError) -> T {
-        try capturing(body) { error, cause in
+        if let failure = LazyLibraries.jxlFailure {
+            throw ImageEncodingError(.failed, format: .jxl, message: failure)
+        }
+        return try capturing(body) { error, cause in
             ImageEncodingError(error.reason, format: error.format, message: "\(error.message): \(cause)")
         }
     }
