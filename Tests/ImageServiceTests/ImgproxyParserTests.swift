@@ -1,4 +1,5 @@
 import Foundation
+import RasterImage
 import Testing
 
 @testable import ImageService
@@ -221,6 +222,16 @@ struct ImgproxyParserTests {
         #expect(try Self.parse("/ph:1/plain/http://images.dev/a.jpg").options.preserveHDR)
         url = try Self.parse("/skp:jpg:png/plain/http://images.dev/lorem/ipsum.jpg")
         #expect(url.options.skipProcessing == [.jpeg, .png])
+        // Every name skp takes, in any case, and the source format it names.
+        let skipped: [(String, ImageFormat)] = [
+            ("jpg", .jpeg), ("JPEG", .jpeg), ("png", .png), ("gif", .gif), ("webp", .webp), ("avif", .avif),
+            ("heic", .heif), ("heif", .heif), ("jxl", .jxl), ("tiff", .tiff), ("tif", .tiff), ("bmp", .bmp),
+            ("ico", .ico), ("svg", .svg),
+        ]
+        for (name, format) in skipped {
+            let parsed = try Self.parse("/skp:\(name)/plain/http://images.dev/a.jpg")
+            #expect(parsed.options.skipProcessing == [format], "\(name)")
+        }
         #expect(throws: ProcessingURL.Failure.self) {
             try Self.parse("/skp:jpg:png:bad_format/plain/http://images.dev/lorem/ipsum.jpg")
         }

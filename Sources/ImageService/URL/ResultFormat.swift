@@ -39,21 +39,9 @@ public enum ResultFormat: String, Sendable, Hashable, CaseIterable {
 
 extension ImageFormat {
     /// A source format by the names imgproxy's `skp` option and `IMGPROXY_SKIP_PROCESSING_FORMATS`
-    /// take (`jpg`, `heic`, `tiff`...); `nil` for others.
+    /// take: the same names a result format goes by (`jpg`, `heic`, `tiff`...); `nil` for others.
     package init?(imgproxyName name: String) {
-        switch name.lowercased() {
-        case "jpg", "jpeg": self = .jpeg
-        case "png": self = .png
-        case "gif": self = .gif
-        case "webp": self = .webp
-        case "avif": self = .avif
-        case "heic", "heif": self = .heif
-        case "jxl": self = .jxl
-        case "tiff", "tif": self = .tiff
-        case "bmp": self = .bmp
-        case "ico": self = .ico
-        case "svg": self = .svg
-        default: return nil
-        }
+        guard let format = ResultFormat(name: name) else { return nil }
+        self = format.imageFormat
     }
 }
