@@ -91,7 +91,7 @@ struct HTTPCacheFlow<Maker: CachedProductMaking>: Sendable {
     /// The stored response for the request: `memory` (the caller's own, already matched)
     /// first, then the disk. Throws `.rememberedFailure` when the URL failed recently
     /// and often enough that it is not asked again yet.
-    func lookUp(memory: Entry?) async throws -> Lookup {
+    private func lookUp(memory: Entry?) async throws -> Lookup {
         guard cachePolicy != .reload else { return .miss }
         var found = memory
         if found == nil { found = try await diskEntry() }
@@ -181,7 +181,7 @@ struct HTTPCacheFlow<Maker: CachedProductMaking>: Sendable {
 
     /// The entry's product, made from its body when it has none yet. `nil` when the
     /// stored body is unusable: the entry has been removed, and the caller asks the origin.
-    func product(of entry: inout Entry) async throws -> Product? {
+    private func product(of entry: inout Entry) async throws -> Product? {
         if let product = entry.product { return product }
         guard let body = entry.body else { return nil }
         do {
