@@ -61,7 +61,8 @@ public struct URLRules: Sendable {
     /// or value, or whose options are invalid or name an unknown preset; the rules are
     /// then unchanged.
     public mutating func addPresets(_ definitions: [String]) throws(InvalidPreset) {
-        var presets = self.presets
+        // Checked as a whole on a copy: the rules change only when every preset is valid.
+        var candidate = self
         var definitionOf: [String: String] = [:]
         for definition in definitions {
             let trimmed = definition.trimmingCharacters(in: .whitespaces)
@@ -78,12 +79,10 @@ public struct URLRules: Sendable {
             if let segment = rest.first {
                 throw InvalidPreset(definition: trimmed, reason: "has \(segment), which is not an option")
             }
-            presets[name] = options
+            candidate.presets[name] = options
             definitionOf[name] = trimmed
         }
-        var candidate = self
-        candidate.presets = presets
-        for (name, options) in presets {
+        for (name, options) in candidate.presets {
             var check = ProcessingOptions()
             for option in options {
                 do {
