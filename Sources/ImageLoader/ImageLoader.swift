@@ -150,8 +150,8 @@ public final class ImageLoader: Sendable {
     }
 
     /// A fresh product in memory, when the options let the memory cache answer. `url`
-    /// has no fragment. (The path of every memory hit: the key is the URL and the
-    /// product as given, compared as values; no text is made.)
+    /// has no fragment. (The path of every memory hit: the key is the URL's text and the
+    /// product as given, compared as values; no storage name is built.)
     private func memoryHit(_ url: URL, _ product: ImageProduct, _ options: LoadOptions) -> LoadedImage? {
         guard options.cachePolicy == .useCache, options.headers.isEmpty,
             let hit = context.freshInMemory(CacheKey(url: url, product: product))
