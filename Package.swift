@@ -86,6 +86,9 @@ let package = Package(
         // librsvg and cairo for SVG sources, opened at run time (dlopen) when the first
         // SVG is rendered: Debian's librsvg2-2, no headers needed.
         .target(name: "CSVG", linkerSettings: [.linkedLibrary("dl")]),
+        // The resampler's inner loops in AVX2 and FMA, compiled for those instructions
+        // alone and called only when the CPU has them (the Swift loops run otherwise).
+        .target(name: "CResample"),
         // What the other targets share and users never see (package access only): the
         // lock, the one way to wait, shared work, the scheduler, deadlines.
         .target(name: "ImageLoaderSupport"),
@@ -93,7 +96,7 @@ let package = Package(
             name: "RasterImage",
             dependencies: [
                 "ImageLoaderSupport", "CPNG", "CJPEG", "CGIF", "CTIFF", "CWebP", "CLCMS", "CDeflate", "CISAL", "CHEIF",
-                "CAVIF", "CJXL", "CSVG",
+                "CAVIF", "CJXL", "CSVG", "CResample",
             ]
         ),
         .target(

@@ -1,3 +1,4 @@
+import CResample
 import ImageLoaderSupport
 import Testing
 
@@ -112,6 +113,79 @@ struct ThumbnailPipelineTests {
         [Float.nan].withUnsafeBufferPointer { StreamingResizer.quantize($0.baseAddress!, count: 1, into: &nan) }
     }
 
+    @Test(
+        "the AVX2 loops give the portable loops' pixels, to a level, in every mode the resizer has",
+        .enabled(if: loops.contains(.avx2)),
+        arguments: [
+            (RowChannels.independent, false, 4), (.straightAlpha, false, 4), (.independent, true, 4),
+            (.straightAlpha, true, 4), (.independent, false, 3),
+        ])
+    func loopsAgree(_ channels: RowChannels, linear: Bool, bytesPerPixel: Int) throws {
+        // Given noisy rows (alpha noisy too) and resizes with and without box factors,
+        // whole and as a band, with widths that leave every tail of the AVX2 loops
+        var generator = SeededGenerator(seed: UInt64(bytesPerPixel * 10 + (linear ? 1 : 0)))
+        let shapes = [
+            (333, 211, 101, 67, nil), (1001, 97, 37, 11, nil), (258, 300, 255, 299, nil), (700, 500, 90, 70, 10..<30),
+        ]
+        for (width, height, outWidth, outHeight, band) in shapes {
+            let pixels = (0..<width * height * bytesPerPixel + 1).map { _ in
+                UInt8.random(in: 0...255, using: &generator)
+            }
+            func resize(_ loops: ResampleLoops) -> [UInt8] {
+                let resizer = StreamingResizer(
+                    inputWidth: width, inputHeight: height, outputWidth: outWidth, outputHeight: outHeight,
+                    kernel: .lanczos3, channels: channels, linearLight: linear, outputRows: band, loops: loops)
+                pixels.withUnsafeBufferPointer { source in
+                    for y in 0..<height {
+                        let row = source.baseAddress! + y * width * bytesPerPixel
+                        if bytesPerPixel == 3 {
+                            resizer.consumeOpaqueRGB(row, at: y)
+                        } else {
+                            resizer.consume(row, at: y)
+                        }
+                    }
+                }
+                return resizer.finish()
+            }
+            // When both loops make the same resize
+            let (portable, avx2) = (resize(.portable), resize(.avx2))
+            // Then every byte is within one level (FMA rounds once where the portable loops round twice)
+            #expect(portable.count == avx2.count)
+            let worst = zip(portable, avx2).map { abs(Int($0) - Int($1)) }.max() ?? 0
+            #expect(worst <= 1, "\(width)x\(height) to \(outWidth)x\(outHeight): \(worst)")
+            #expect(portable.contains { $0 != 0 })
+        }
+    }
+
+    @Test("the AVX2 quantiser rounds and clamps as the portable one", .enabled(if: loops.contains(.avx2)))
+    func avx2Quantiser() {
+        // Values around every half, the clamps and extremes, 35 of them (every tail of the 32-wide loop)
+        var values: [Float] = (-8...1032).map { Float($0) / 4 }
+        for half in 0...255 { values += [Float(half) + 0.5, (Float(half) + 0.5).nextDown, (Float(half) + 0.5).nextUp] }
+        values += [-.greatestFiniteMagnitude, .greatestFiniteMagnitude, -.infinity, .infinity]
+        while values.count % 4 != 3 { values.append(0) }
+        values.append(0)  // whole pixels
+        var portable = [UInt8](repeating: 0, count: values.count)
+        var avx2 = [UInt8](repeating: 7, count: values.count)
+        var sums = [Float](repeating: 0, count: values.count)
+        values.withUnsafeBufferPointer { v in
+            portable.withUnsafeMutableBufferPointer {
+                StreamingResizer.quantize(v.baseAddress!, count: v.count, into: $0.baseAddress!)
+            }
+            // One row, one tap of weight 1: the sums are the values, then quantised.
+            var rows: [UnsafePointer<Float>?] = [v.baseAddress!]
+            var one: Float = 1
+            avx2.withUnsafeMutableBufferPointer { out in
+                sums.withUnsafeMutableBufferPointer {
+                    cresample_vertical(&rows, 1, &one, v.count / 4, $0.baseAddress!, out.baseAddress!)
+                }
+            }
+        }
+        #expect(sums == values)
+        let mismatches = zip(values, zip(portable, avx2)).filter { $1.0 != $1.1 }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(5))")
+    }
+
     @Test("a box wider than 32,768 pixels is capped, so its integer sums cannot overflow")
     func widestBox() {
         // 100,000 white pixels in one row, averaged into one: a box factor of 50,000
@@ -125,10 +199,13 @@ struct ThumbnailPipelineTests {
         }
     }
 
+    /// The resizer's loops this CPU runs: the portable ones always, AVX2 and FMA where it has them.
+    static let loops: [ResampleLoops] = cresample_has_avx2() != 0 ? [.portable, .avx2] : [.portable]
+
     @Test(
         "rows filtered four at a time match a separable model, also when the input stops part way",
-        arguments: [37, 110, 198, 201, 202, 203])
-    func batchedRowsMatchModel(_ rowsGiven: Int) throws {
+        arguments: [37, 110, 198, 201, 202, 203], loops)
+    func batchedRowsMatchModel(_ rowsGiven: Int, loops: ResampleLoops) throws {
         // Given a noisy opaque image, reduced by 3.3 horizontally and 2.9 vertically
         // (single-row boxes: the horizontal pass takes four rows at a time)
         var generator = SeededGenerator(seed: UInt64(rowsGiven))
@@ -137,7 +214,7 @@ struct ThumbnailPipelineTests {
         }
         let resizer = StreamingResizer(
             inputWidth: width, inputHeight: height, outputWidth: outWidth, outputHeight: outHeight, kernel: .lanczos3,
-            channels: .independent, linearLight: false)
+            channels: .independent, linearLight: false, loops: loops)
         // When only the first `rowsGiven` rows arrive (a decoder that stopped early)
         let given = min(rowsGiven, height)
         pixels.withUnsafeBufferPointer { source in

@@ -1,4 +1,27 @@
+import CResample
 import ImageLoaderSupport
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The inner loops a resizer runs: CResample's AVX2 and FMA kernels where the CPU has
+/// them, Swift's own (SSE2 or NEON through SIMD4) everywhere else. Both make the same
+/// sums in the same order; FMA rounds once per tap instead of twice, so the two can
+/// differ by a level in a rare pixel.
+enum ResampleLoops: Sendable {
+    case portable
+    case avx2
+
+    /// AVX2 and FMA when this CPU has them, unless `IMAGELOADER_RESAMPLE=portable`
+    /// (for measuring one against the other in one binary).
+    static let best: ResampleLoops = {
+        if let value = getenv("IMAGELOADER_RESAMPLE"), String(cString: value) == "portable" { return .portable }
+        return cresample_has_avx2() != 0 ? .avx2 : .portable
+    }()
+}
 
 /// How the channels of the rows a resize receives relate to their fourth channel.
 enum RowChannels {
@@ -25,6 +48,7 @@ final class StreamingResizer {
     let boxY: Int
     let channels: RowChannels
     let linearLight: Bool
+    let loops: ResampleLoops
 
     /// The box columns the output reads (box columns are `boxX` input columns each).
     private let boxColumns: Range<Int>
@@ -47,6 +71,8 @@ final class StreamingResizer {
     private let tapRows: UnsafeMutablePointer<UnsafePointer<SIMD4<Float>>>
     private let ring: UnsafeMutablePointer<SIMD4<Float>>
     private let ringCapacity: Int
+    /// The ring rows a batch is filtered into (the AVX2 loops take them as a list).
+    private let batchTargets: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
 
     /// The output rows this resizer makes, and the input rows they need.
     let outputRows: Range<Int>
@@ -68,12 +94,12 @@ final class StreamingResizer {
     /// input rows in ``inputRows`` are used).
     convenience init(
         inputWidth: Int, inputHeight: Int, outputWidth: Int, outputHeight: Int, kernel: ResamplingKernel,
-        channels: RowChannels, linearLight: Bool, outputRows: Range<Int>? = nil
+        channels: RowChannels, linearLight: Bool, outputRows: Range<Int>? = nil, loops: ResampleLoops = .best
     ) {
         self.init(
             window: ResizeWindow(
                 inputWidth: inputWidth, inputHeight: inputHeight, outputWidth: outputWidth, outputHeight: outputHeight),
-            kernel: kernel, channels: channels, linearLight: linearLight, outputRows: outputRows)
+            kernel: kernel, channels: channels, linearLight: linearLight, outputRows: outputRows, loops: loops)
     }
 
     /// The window's rectangle of a resize (all of it, or the band `outputRows` of it,
@@ -81,11 +107,12 @@ final class StreamingResizer {
     /// needs: a 256-pixel crop of a 100,000,000-pixel-long scaled image costs 256 pixels.
     init(
         window: ResizeWindow, kernel: ResamplingKernel, channels: RowChannels, linearLight: Bool,
-        outputRows: Range<Int>? = nil
+        outputRows: Range<Int>? = nil, loops: ResampleLoops = .best
     ) {
         self.window = window
         self.channels = channels
         self.linearLight = linearLight
+        self.loops = loops
         boxX = kernel == .box ? 1 : StreamingResizer.boxFactor(input: window.inputWidth, output: window.scaledWidth)
         boxY = kernel == .box ? 1 : StreamingResizer.boxFactor(input: window.inputHeight, output: window.scaledHeight)
         let boxWidth = (window.inputWidth + boxX - 1) / boxX
@@ -117,6 +144,8 @@ final class StreamingResizer {
         ringCapacity = vertical.stride + batchRows
         ring = .allocate(capacity: ringCapacity * window.width)
         ring.initialize(repeating: .zero, count: ringCapacity * window.width)
+        batchTargets = .allocate(capacity: batchRows)
+        batchTargets.initialize(repeating: nil, count: batchRows)
         let band = outputRows ?? 0..<window.height
         self.outputRows = band
         let firstBoxRow = band.isEmpty ? 0 : verticalWeights.starts[band.lowerBound]
@@ -134,6 +163,7 @@ final class StreamingResizer {
         verticalRow.deallocate()
         tapRows.deallocate()
         ring.deallocate()
+        batchTargets.deallocate()
         horizontal.deallocate()
         vertical.deallocate()
     }
@@ -215,6 +245,13 @@ final class StreamingResizer {
             let (start, count) = (row + boxColumns.lowerBound * boxX * bytesPerPixel, boxColumns.count)
             let last = min(boxX, width - (boxColumns.upperBound - 1) * boxX)
             let rgb = bytesPerPixel == 3
+            if loops == .avx2 && boxX == 1 && first && !straight && !rgb {
+                // The commonest case (opaque or premultiplied rows, no box): bytes to floats.
+                UnsafeMutableRawPointer(boxRow).withMemoryRebound(to: Float.self, capacity: count * 4) {
+                    cresample_widen(start, count, $0)
+                }
+                return
+            }
             switch (straight, first, rgb) {
             case (false, false, false): Self.sumBoxes(start, boxX, last, count, into: boxRow, false, false, false)
             case (false, true, false): Self.sumBoxes(start, boxX, last, count, into: boxRow, false, true, false)
@@ -283,7 +320,24 @@ final class StreamingResizer {
     private func filterPendingRows(rowScale: Float) {
         let width = max(1, boxColumns.count)
         var done = 0
-        if pendingRows == 4 {
+        if loops == .avx2 {
+            for i in 0..<pendingRows {
+                batchTargets[i] = UnsafeMutableRawPointer(ringRow(boxRowsDone + i)).assumingMemoryBound(to: Float.self)
+            }
+            let taps = horizontal
+            UnsafeMutableRawPointer(boxRows).withMemoryRebound(to: Float.self, capacity: batchRows * width * 4) {
+                source in
+                UnsafeMutableRawPointer(taps.splatWeights).withMemoryRebound(
+                    to: Float.self, capacity: max(1, taps.splatCount) * 4
+                ) { weights in
+                    cresample_horizontal(
+                        source, width * 4, Int32(pendingRows), batchTargets, taps.starts, taps.counts, weights,
+                        taps.stride, outputWidth, rowScale)
+                }
+            }
+            done = pendingRows
+        }
+        if pendingRows == 4 && done == 0 {
             filterFour(boxRows, width)
             done = 4
         }
@@ -381,6 +435,23 @@ final class StreamingResizer {
         guard count > 0 else { return }
         for i in 0..<count { tapRows[i] = UnsafePointer(ring + ((start + i) % ringCapacity) * width) }
         let (rows, sums) = (UnsafePointer(tapRows), verticalRow)
+        if loops == .avx2 {
+            let quantizes = !straight && !linear
+            output.withUnsafeMutableBufferPointer { out in
+                let o = out.baseAddress! + (y - outputRows.lowerBound) * width * 4
+                UnsafeMutableRawPointer(tapRows).withMemoryRebound(to: UnsafePointer<Float>?.self, capacity: count) {
+                    rowList in
+                    UnsafeMutableRawPointer(sums).withMemoryRebound(to: Float.self, capacity: width * 4) {
+                        cresample_vertical(rowList, count, taps, width, $0, quantizes ? o : nil)
+                    }
+                }
+                guard !quantizes else { return }
+                for x in 0..<width {
+                    StreamingResizer.store(sums[x], into: o + x * 4, straight: straight, linear: linear)
+                }
+            }
+            return
+        }
         var x = 0
         while x + 8 <= width {
             var r = rows[0] + x
@@ -524,6 +595,8 @@ private struct TapTable {
     /// The same weights, each in all four lanes (only with `splat`): the horizontal
     /// pass multiplies a pixel by one without a shuffle per tap.
     let splatWeights: UnsafeMutablePointer<SIMD4<Float>>
+    /// How many weights ``splatWeights`` holds (none without `splat`).
+    let splatCount: Int
     let stride: Int
 
     /// The taps of `table`, each weight multiplied by `inputScale` of the input it reads,
@@ -544,6 +617,7 @@ private struct TapTable {
             }
         }
         let splatCount = splat ? table.weights.count : 0
+        self.splatCount = splatCount
         splatWeights = .allocate(capacity: max(1, splatCount))
         for i in 0..<splatCount { (splatWeights + i).initialize(to: SIMD4(repeating: weights[i])) }
     }
