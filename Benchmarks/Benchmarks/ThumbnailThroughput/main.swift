@@ -2,7 +2,10 @@
 // process, for Benchmarks/inprocess_compare.py.
 //
 //     thumbnail-throughput --list FILES.txt --size 256 --format jpg --quality 85 --jobs 2 [--warmup N]
+//         [--height H --fit fill]
 //
+// `--size` alone fits the image into a square of that many pixels; with `--height` it
+// is the width of the box, and `--fit fill` fills the box and crops the centre.
 // Reads the files named in FILES.txt (one path a line). One untimed pass over the first
 // N of them (all by default: page cache, first-touch of the allocator), then one timed
 // pass: `--jobs` threads take the next file from a shared counter, and each file is
@@ -20,6 +23,8 @@ struct Arguments {
     var quality = 85
     var jobs = 1
     var warmup = Int.max
+    var height: Int?
+    var fit = ThumbnailOptions.Fit.fit
 
     init(_ arguments: [String]) throws {
         var rest = arguments[...]
@@ -32,6 +37,10 @@ struct Arguments {
             case "--quality": quality = try Arguments.number(name, value)
             case "--jobs": jobs = try Arguments.number(name, value)
             case "--warmup": warmup = try Arguments.number(name, value)
+            case "--height": height = try Arguments.number(name, value)
+            case "--fit":
+                guard let fit = ThumbnailOptions.Fit(rawValue: value) else { throw Failure("--fit takes fit, fill or force") }
+                self.fit = fit
             default: throw Failure("unknown option \(name)")
             }
         }
@@ -78,7 +87,12 @@ do {
     guard let format = OutputFormat(fileExtension: arguments.format, quality: arguments.quality) else {
         throw Failure("--format takes jpg, png or webp")
     }
-    var options = ThumbnailOptions(maxPixelSize: arguments.size)
+    var options =
+        if let height = arguments.height {
+            ThumbnailOptions(width: arguments.size, height: height, fit: arguments.fit)
+        } else {
+            ThumbnailOptions(maxPixelSize: arguments.size, fit: arguments.fit)
+        }
     options.outputFormat = format
     _ = try pass(Array(paths.prefix(arguments.warmup)), options: options, jobs: arguments.jobs)
     let start = ContinuousClock.now
