@@ -186,6 +186,22 @@ struct ThumbnailPipelineTests {
         #expect(mismatches.isEmpty, "\(mismatches.prefix(5))")
     }
 
+    @Test("tap tables from the cache are the tables made afresh, for every size, kernel and window asked")
+    func cachedWeights() {
+        for (input, output, outputs) in [(2000, 512, nil), (1500, 384, 10..<200), (37, 100, nil), (640, 1, nil)] {
+            for kernel in ResamplingKernel.allCases {
+                let fresh = ResampleWeights(inputSize: input, outputSize: output, kernel: kernel, outputs: outputs)
+                // Asked twice: made (and kept) the first time, taken from the cache the second
+                for _ in 0..<2 {
+                    let cached = ResampleWeights.cached(
+                        inputSize: input, outputSize: output, kernel: kernel, outputs: outputs)
+                    #expect(cached.starts == fresh.starts && cached.counts == fresh.counts)
+                    #expect(cached.weights == fresh.weights && cached.maxTaps == fresh.maxTaps)
+                }
+            }
+        }
+    }
+
     @Test("a box wider than 32,768 pixels is capped, so its integer sums cannot overflow")
     func widestBox() {
         // 100,000 white pixels in one row, averaged into one: a box factor of 50,000

@@ -118,3 +118,36 @@ struct ResampleWeights {
         self.maxTaps = maxTaps
     }
 }
+
+extension ResampleWeights {
+    /// What a table is made from.
+    private struct Key: Hashable {
+        let inputSize: Int
+        let outputSize: Int
+        let kernel: ResamplingKernel
+        let outputs: Range<Int>
+    }
+
+    /// The tables made lately, up to ``cacheBytes`` of them: a service resizes the same
+    /// sizes over and over, and each table costs a kernel evaluation (a sine or two)
+    /// per tap. Full, it is emptied and starts again.
+    private static let cache = Lock((tables: [Key: ResampleWeights](), bytes: 0))
+    static let cacheBytes = 4 << 20
+
+    /// The table of ``init(inputSize:outputSize:kernel:outputs:)``, from the cache when
+    /// it was made lately.
+    static func cached(
+        inputSize: Int, outputSize: Int, kernel: ResamplingKernel, outputs: Range<Int>? = nil
+    ) -> ResampleWeights {
+        let key = Key(inputSize: inputSize, outputSize: outputSize, kernel: kernel, outputs: outputs ?? 0..<outputSize)
+        if let table = cache.withLock({ $0.tables[key] }) { return table }
+        let table = ResampleWeights(inputSize: inputSize, outputSize: outputSize, kernel: kernel, outputs: outputs)
+        let bytes = table.weights.count * 4 + table.starts.count * 16
+        guard bytes <= cacheBytes / 8 else { return table }
+        cache.withLock { cache in
+            if cache.bytes + bytes > cacheBytes { cache = ([:], 0) }
+            if cache.tables.updateValue(table, forKey: key) == nil { cache.bytes += bytes }
+        }
+        return table
+    }
+}

@@ -117,7 +117,7 @@ final class StreamingResizer {
         boxY = kernel == .box ? 1 : StreamingResizer.boxFactor(input: window.inputHeight, output: window.scaledHeight)
         let boxWidth = (window.inputWidth + boxX - 1) / boxX
         boxHeight = (window.inputHeight + boxY - 1) / boxY
-        let horizontalWeights = ResampleWeights(
+        let horizontalWeights = ResampleWeights.cached(
             inputSize: boxWidth, outputSize: window.scaledWidth, kernel: kernel,
             outputs: window.x..<(window.x + window.width))
         // The box columns the window reads: only those are summed.
@@ -128,7 +128,7 @@ final class StreamingResizer {
         horizontal = TapTable(
             horizontalWeights, firstInput: firstColumn, splat: true,
             inputScale: { 1 / Float(min(boxX, width - $0 * boxX)) })
-        let verticalWeights = ResampleWeights(
+        let verticalWeights = ResampleWeights.cached(
             inputSize: boxHeight, outputSize: window.scaledHeight, kernel: kernel,
             outputs: window.y..<(window.y + window.height))
         vertical = TapTable(verticalWeights)
