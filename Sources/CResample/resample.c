@@ -86,6 +86,15 @@ AVX2 static inline __attribute__((always_inline)) void quantize32(const __m256 s
     _mm256_storeu_si256((__m256i *)out, ordered);
 }
 
+// 4 floats to 4 bytes, as quantize32.
+AVX2 static inline __attribute__((always_inline)) void quantize4(__m128 s, uint8_t *out) {
+    const __m128 v = _mm_add_ps(_mm_min_ps(_mm_max_ps(s, _mm_setzero_ps()), _mm_set1_ps(255)), _mm_set1_ps(0.5f));
+    const __m128i q = _mm_cvttps_epi32(v);
+    const __m128i bytes = _mm_packus_epi16(_mm_packus_epi32(q, q), _mm_setzero_si128());
+    const int word = _mm_cvtsi128_si32(bytes);
+    __builtin_memcpy(out, &word, 4);
+}
+
 AVX2 static void vertical_avx2(
     const float *const *rows, intptr_t count, const float *taps, intptr_t width, float *sums, uint8_t *out) {
     const intptr_t n = width * 4;
@@ -108,19 +117,52 @@ AVX2 static void vertical_avx2(
         __m128 s = _mm_mul_ps(_mm_loadu_ps(rows[0] + i), _mm_set1_ps(taps[0]));
         for (intptr_t t = 1; t < count; t++) s = _mm_fmadd_ps(_mm_loadu_ps(rows[t] + i), _mm_set1_ps(taps[t]), s);
         _mm_storeu_ps(sums + i, s);
-        if (out) {
-            const __m128 v = _mm_add_ps(_mm_min_ps(_mm_max_ps(s, _mm_setzero_ps()), _mm_set1_ps(255)), _mm_set1_ps(0.5f));
-            const __m128i q = _mm_cvttps_epi32(v);
-            const __m128i bytes = _mm_packus_epi16(_mm_packus_epi32(q, q), _mm_setzero_si128());
-            const int word = _mm_cvtsi128_si32(bytes);
-            __builtin_memcpy(out + i, &word, 4);
-        }
+        if (out) quantize4(s, out + i);
     }
 }
 
 void cresample_vertical(
     const float *const *rows, intptr_t count, const float *taps, intptr_t width, float *sums, uint8_t *out) {
     vertical_avx2(rows, count, taps, width, sums, out);
+}
+
+AVX2 static void vertical_pair_avx2(
+    const float *const *rows, intptr_t count, const float *taps0, const float *taps1, intptr_t width, uint8_t *out0,
+    uint8_t *out1) {
+    const intptr_t n = width * 4;
+    intptr_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        // Each row's 32 floats loaded once for both outputs.
+        __m256 s[4], t[4];
+        for (int k = 0; k < 4; k++) s[k] = t[k] = _mm256_setzero_ps();
+        for (intptr_t r = 0; r < count; r++) {
+            const __m256 w0 = _mm256_set1_ps(taps0[r]), w1 = _mm256_set1_ps(taps1[r]);
+            const float *row = rows[r] + i;
+            for (int k = 0; k < 4; k++) {
+                const __m256 v = _mm256_loadu_ps(row + 8 * k);
+                s[k] = _mm256_fmadd_ps(v, w0, s[k]);
+                t[k] = _mm256_fmadd_ps(v, w1, t[k]);
+            }
+        }
+        quantize32(s, out0 + i);
+        quantize32(t, out1 + i);
+    }
+    for (; i < n; i += 4) {
+        __m128 s = _mm_setzero_ps(), t = _mm_setzero_ps();
+        for (intptr_t r = 0; r < count; r++) {
+            const __m128 v = _mm_loadu_ps(rows[r] + i);
+            s = _mm_fmadd_ps(v, _mm_set1_ps(taps0[r]), s);
+            t = _mm_fmadd_ps(v, _mm_set1_ps(taps1[r]), t);
+        }
+        quantize4(s, out0 + i);
+        quantize4(t, out1 + i);
+    }
+}
+
+void cresample_vertical_pair(
+    const float *const *rows, intptr_t count, const float *taps0, const float *taps1, intptr_t width, uint8_t *out0,
+    uint8_t *out1) {
+    vertical_pair_avx2(rows, count, taps0, taps1, width, out0, out1);
 }
 
 AVX2 static void widen_avx2(const uint8_t *row, intptr_t count, float *out) {
@@ -160,5 +202,11 @@ void cresample_vertical(
 }
 
 void cresample_widen(const uint8_t *row, intptr_t count, float *out) { (void)row, (void)count, (void)out; }
+
+void cresample_vertical_pair(
+    const float *const *rows, intptr_t count, const float *taps0, const float *taps1, intptr_t width, uint8_t *out0,
+    uint8_t *out1) {
+    (void)rows, (void)count, (void)taps0, (void)taps1, (void)width, (void)out0, (void)out1;
+}
 
 #endif

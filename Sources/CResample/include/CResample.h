@@ -27,6 +27,14 @@ void cresample_horizontal(
 void cresample_vertical(
     const float *const *rows, intptr_t count, const float *taps, intptr_t width, float *sums, uint8_t *out);
 
+/// Two output rows at once, stored as bytes as cresample_vertical stores them: `count`
+/// rows (the union of both outputs' taps) weighted by `taps0[i]` into `out0` and by
+/// `taps1[i]` into `out1` (zero where a row is not one of that output's taps). Each row
+/// is read once for both; the sums are those of two cresample_vertical calls.
+void cresample_vertical_pair(
+    const float *const *rows, intptr_t count, const float *taps0, const float *taps1, intptr_t width, uint8_t *out0,
+    uint8_t *out1);
+
 /// Widens `count` pixels of 4 bytes to 4 floats each.
 void cresample_widen(const uint8_t *row, intptr_t count, float *out);
 

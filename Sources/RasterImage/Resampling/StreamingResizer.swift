@@ -73,6 +73,12 @@ final class StreamingResizer {
     private let ringCapacity: Int
     /// The ring rows a batch is filtered into (the AVX2 loops take them as a list).
     private let batchTargets: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
+    /// With the AVX2 loops and bytes out as they are summed (no alpha to divide out, no
+    /// linear light), output rows are emitted two at a time, each ring row read once for
+    /// both (``emitPair(_:)``): an output waits for the next one's taps. The two outputs'
+    /// weights over the union of their taps (zero where a row is not one of an output's).
+    private let emitsPairs: Bool
+    private let pairTaps: UnsafeMutablePointer<Float>
 
     /// The output rows this resizer makes, and the input rows they need.
     let outputRows: Range<Int>
@@ -135,18 +141,29 @@ final class StreamingResizer {
         // Rows of one input row each (no vertical box) are filtered four at a time:
         // each tap's weight is loaded once for the four.
         batchRows = boxY == 1 ? 4 : 1
-        boxRows = .allocate(capacity: batchRows * max(1, boxColumns.count))
+        boxRows = StreamingResizer.allocateLines(batchRows * max(1, boxColumns.count))
         boxRows.initialize(repeating: .zero, count: batchRows * max(1, boxColumns.count))
         verticalRow = .allocate(capacity: window.width)
         verticalRow.initialize(repeating: .zero, count: window.width)
-        tapRows = .allocate(capacity: max(1, vertical.stride))
-        // The rows an output waits on, and a batch written past them.
-        ringCapacity = vertical.stride + batchRows
-        ring = .allocate(capacity: ringCapacity * window.width)
+        let band = outputRows ?? 0..<window.height
+        emitsPairs = loops == .avx2 && channels == .independent && !linearLight && !window.isCropOnly
+        // The rows an output waits on (with pairs, from its first tap to the next one's
+        // last), and a batch written past them.
+        var span = vertical.stride
+        if emitsPairs {
+            for y in band.dropLast() {
+                span = max(
+                    span, verticalWeights.starts[y + 1] + verticalWeights.counts[y + 1] - verticalWeights.starts[y])
+            }
+        }
+        tapRows = .allocate(capacity: max(1, span))
+        pairTaps = .allocate(capacity: 2 * max(1, span))
+        pairTaps.initialize(repeating: 0, count: 2 * max(1, span))
+        ringCapacity = span + batchRows
+        ring = StreamingResizer.allocateLines(ringCapacity * window.width)
         ring.initialize(repeating: .zero, count: ringCapacity * window.width)
         batchTargets = .allocate(capacity: batchRows)
         batchTargets.initialize(repeating: nil, count: batchRows)
-        let band = outputRows ?? 0..<window.height
         self.outputRows = band
         let firstBoxRow = band.isEmpty ? 0 : verticalWeights.starts[band.lowerBound]
         let endBoxRow =
@@ -158,12 +175,20 @@ final class StreamingResizer {
         output = [UInt8](repeating: 0, count: window.width * band.count * 4)
     }
 
+    /// `count` pixels starting on a cache line: the wide loops' loads and stores then
+    /// split across lines only where a row's own offset makes them.
+    private static func allocateLines(_ count: Int) -> UnsafeMutablePointer<SIMD4<Float>> {
+        UnsafeMutableRawPointer.allocate(byteCount: count * MemoryLayout<SIMD4<Float>>.stride, alignment: 64)
+            .bindMemory(to: SIMD4<Float>.self, capacity: count)
+    }
+
     deinit {
         boxRows.deallocate()
         verticalRow.deallocate()
         tapRows.deallocate()
         ring.deallocate()
         batchTargets.deallocate()
+        pairTaps.deallocate()
         horizontal.deallocate()
         vertical.deallocate()
     }
@@ -347,11 +372,50 @@ final class StreamingResizer {
         }
         boxRowsDone += pendingRows
         pendingRows = 0
-        while nextOutputRow < outputRows.upperBound
-            && vertical.starts[nextOutputRow] + vertical.counts[nextOutputRow] <= boxRowsDone
-        {
-            emit(nextOutputRow)
+        emitReadyRows(waitingForPairs: true)
+    }
+
+    /// Whether every tap of output row `y` has been filtered.
+    private func isReady(_ y: Int) -> Bool { vertical.starts[y] + vertical.counts[y] <= boxRowsDone }
+
+    /// Emits the output rows whose taps have all arrived, in order; with pairs, a row
+    /// waits for the next one unless `waitingForPairs` is false (the input has ended).
+    private func emitReadyRows(waitingForPairs: Bool) {
+        while nextOutputRow < outputRows.upperBound && isReady(nextOutputRow) {
+            let y = nextOutputRow
+            if emitsPairs && y + 1 < outputRows.upperBound {
+                if isReady(y + 1) {
+                    emitPair(y)
+                    nextOutputRow += 2
+                    continue
+                }
+                if waitingForPairs { return }
+            }
+            emit(y)
             nextOutputRow += 1
+        }
+    }
+
+    /// Output rows `y` and `y + 1` at once (``emitsPairs``).
+    private func emitPair(_ y: Int) {
+        let (start0, count0) = (vertical.starts[y], vertical.counts[y])
+        let (start1, count1) = (vertical.starts[y + 1], vertical.counts[y + 1])
+        let first = min(start0, start1)
+        let count = max(start0 + count0, start1 + count1) - first
+        let width = outputWidth
+        for i in 0..<count {
+            tapRows[i] = UnsafePointer(ring + ((first + i) % ringCapacity) * width)
+            let row = first + i
+            pairTaps[i] =
+                row >= start0 && row < start0 + count0 ? vertical.weights[y * vertical.stride + row - start0] : 0
+            pairTaps[count + i] =
+                row >= start1 && row < start1 + count1 ? vertical.weights[(y + 1) * vertical.stride + row - start1] : 0
+        }
+        output.withUnsafeMutableBufferPointer { out in
+            let o = out.baseAddress! + (y - outputRows.lowerBound) * width * 4
+            UnsafeMutableRawPointer(tapRows).withMemoryRebound(to: UnsafePointer<Float>?.self, capacity: count) {
+                cresample_vertical_pair($0, count, pairTaps, pairTaps + count, width, o, o + width * 4)
+            }
         }
     }
 
@@ -543,6 +607,8 @@ final class StreamingResizer {
     func finish() -> [UInt8] {
         // Rows summed but not yet filtered (a decoder that stopped early) still count.
         if pendingRows > 0 { filterPendingRows(rowScale: 1) }
+        // A row waiting for its pair whose pair never came (the input stopped).
+        emitReadyRows(waitingForPairs: false)
         return output
     }
 }
