@@ -120,3 +120,41 @@ final class HeldDecoder: ImageDecoding {
         try ImageDecoder().info(source, options: options)
     }
 }
+
+/// How many cores a job on the loader's workers may spread over.
+@Suite("Cores for a job: every core alone, a share beside others")
+struct CoreShareTests {
+    @Test("work that starts alone may use every core; work that starts beside other work keeps its worker's share")
+    func aloneOrShared() async throws {
+        let harness = LoaderHarness()
+        defer { Task { await harness.cleanUp() } }
+        let loader = try harness.loader { $0.decodingThreads = 2 }
+        let every = min(ProcessInfo.processInfo.activeProcessorCount, System.processorsOnline)
+        let share = max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
+        // Given a job alone on the workers
+        let alone = try await loader.processing(TestImages.png, declaredContentType: nil) { _ in
+            ResizeParallelism.cores
+        }
+        // Then it may use every core
+        #expect(alone == every)
+        // Given one job holding a worker
+        let hold = DispatchSemaphore(value: 0)
+        let entered = Lock(false)
+        let held = Task {
+            try await loader.processing(TestImages.png, declaredContentType: nil) { _ in
+                entered.withLock { $0 = true }
+                hold.wait()
+                return ResizeParallelism.cores
+            }
+        }
+        try await waitUntil("the first job on a worker") { entered.withLock { $0 } }
+        // When a second starts beside it
+        let beside = try await loader.processing(TestImages.png, declaredContentType: nil) { _ in
+            ResizeParallelism.cores
+        }
+        hold.signal()
+        // Then the second keeps its worker's share, and the first kept every core
+        #expect(beside == min(share, System.processorsOnline))
+        #expect(try await held.value == every)
+    }
+}

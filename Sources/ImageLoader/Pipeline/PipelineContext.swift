@@ -47,6 +47,8 @@ struct PipelineContext: Sendable {
     /// The cores one worker's resize may use: its share of the machine. (Worked out
     /// once: `activeProcessorCount` reads the cgroup's files on every call.)
     let resizeCores: Int
+    /// The cores the process may use: a job's share when it runs alone.
+    let allCores: Int
 
     init(
         configuration: ImageLoader.Configuration, diskCache: DiskCache?, memoryCache: MemoryCache?,
@@ -70,13 +72,17 @@ struct PipelineContext: Sendable {
         }
         requestHeaders = headers
         storeSchemes = configuration.objectStorage.schemes
-        resizeCores = max(1, ProcessInfo.processInfo.activeProcessorCount / max(1, configuration.decodingThreads))
+        allCores = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        resizeCores = max(1, allCores / max(1, configuration.decodingThreads))
     }
 
     /// Runs blocking work on the workers, mapping a stopped pool to `.shutDown`. A
-    /// resize inside spreads over this worker's share of the cores only.
-    func blocking<T: Sendable>(_ url: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
-        let share = resizeCores
+    /// resize (or a HEIF's tiles) inside spreads over `cores`, by default this worker's
+    /// share of the cores only.
+    func blocking<T: Sendable>(
+        _ url: String, cores: Int? = nil, _ body: @escaping @Sendable () throws -> T
+    ) async throws -> T {
+        let share = cores ?? resizeCores
         do {
             return try await workers.run { try ResizeParallelism.withCores(share, body) }
         } catch {
@@ -85,14 +91,19 @@ struct PipelineContext: Sendable {
     }
 
     /// CPU-heavy work (decoding, resampling): waits for a decoding slot by priority,
-    /// then runs on a worker thread. Nothing starts once the load is cancelled.
+    /// then runs on a worker thread. Nothing starts once the load is cancelled. Work
+    /// that starts alone (no other decoding running or waiting) may spread over every
+    /// core the process has (``ResizeParallelism``: banded resizes, a HEIF's tiles);
+    /// otherwise over its worker's share, so the workers together never ask for more
+    /// threads than there are cores.
     func cpu<T: Sendable>(
         _ url: String, priority: PriorityHandle, _ body: @escaping @Sendable () throws -> T
     ) async throws -> T {
         do {
             return try await decoding.run(priority: priority) {
                 try Task.checkCancellation()
-                return try await blocking(url, body)
+                let alone = decoding.running <= 1 && decoding.waiting == 0
+                return try await blocking(url, cores: alone ? allCores : resizeCores, body)
             }
         } catch is CancellationError {
             throw ImageLoadingError(.cancelled, url: url)

@@ -121,10 +121,13 @@ final class HEIFFile {
         let context = Owned(allocated) { heif_context_free($0) }
         self.context = context
         // Sides beyond what the pixel limit allows for a square are refused by libheif
-        // itself too; tiles are decoded on the calling thread (the caller's pool is the parallelism).
+        // itself too. A grid's tiles are decoded on as many threads as the caller's
+        // ``ResizeParallelism`` allows (a loader's job running alone: every core; one of
+        // several: its share), on the calling thread when that is one.
         heif_context_set_maximum_image_size_limit(
             allocated, Int32(clamping: min(limits.maxPixelsPerFrame, 1 << 20)))
-        heif_context_set_max_decoding_threads(allocated, 0)
+        let threads = ResizeParallelism.cores
+        heif_context_set_max_decoding_threads(allocated, threads > 1 ? Int32(clamping: threads) : 0)
         try HEIFDecoder.check(
             heif_context_read_from_memory_without_copy(allocated, bytes.baseAddress, bytes.count, nil))
         guard let (handle, item) = HEIFFile.primaryHandle(allocated) else {
