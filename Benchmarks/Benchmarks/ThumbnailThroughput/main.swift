@@ -9,7 +9,8 @@
 // Reads the files named in FILES.txt (one path a line). One untimed pass over the first
 // N of them (all by default: page cache, first-touch of the allocator), then one timed
 // pass: `--jobs` threads take the next file from a shared counter, and each file is
-// read, decoded with shrink-on-load, resampled and encoded in memory; nothing is
+// read, decoded with shrink-on-load, resampled and encoded in memory, on one core
+// (`ResizeParallelism.withCores(1)`, as a loader's worker beside others); nothing is
 // written. Prints one JSON line: {"seconds": S, "images": N, "bytes": B}.
 import Dispatch
 import Foundation
@@ -68,7 +69,10 @@ func pass(_ paths: [String], options: ThumbnailOptions, jobs: Int) throws -> Int
             let index = next.add(1, ordering: .relaxed).oldValue
             guard index < paths.count else { return }
             do {
-                let encoded = try ImageDecoder().encodedThumbnail(.file(path: paths[index]), options: options)
+                // One core a job, as a loader's worker beside others has (no HEIF tile threads).
+                let encoded = try ResizeParallelism.withCores(1) {
+                    try ImageDecoder().encodedThumbnail(.file(path: paths[index]), options: options)
+                }
                 bytes.add(encoded.bytes.count, ordering: .relaxed)
             } catch {
                 failure.withLock { $0 = "\(paths[index]): \(error)" }
