@@ -3,8 +3,12 @@
 //
 //     cc -O2 -o .build/decode_floor Benchmarks/decode_floor.c -ljpeg -lpng16 -lwebp -lheif -lavif
 //     .build/decode_floor [--reduce N] [--runs 9] FILE...
+//     .build/decode_floor --encode WxH [--runs 9]
 //
-// Prints the median over runs of the time per file (the files' mean), in ms. Files are
+// Prints the median over runs of the time per file (the files' mean), in ms. With
+// --encode, the time libjpeg-turbo takes to write a WxH thumbnail instead (quality 80,
+// optimised Huffman tables, 4:2:0, as matrix_compare.py's engines write theirs; the
+// pixels a smooth gradient with noise, standing in for a resized photo). Files are
 // read into memory first; each is decoded to 8-bit interleaved pixels as a thumbnailer
 // needs them, at the reduction a decoder can make while it decodes:
 //   JPEG   libjpeg-turbo, scaled by 1/N in the IDCT (N = 1, 2, 4 or 8), to RGBX
@@ -121,17 +125,65 @@ static void decode(const unsigned char *b, size_t size, int reduce) {
     else fail("unknown format");
 }
 
+static void encode(const unsigned char *pixels, int width, int height) {
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr e;
+    c.err = jpeg_std_error(&e);
+    jpeg_create_compress(&c);
+    unsigned char *out = NULL;
+    unsigned long size = 0;
+    jpeg_mem_dest(&c, &out, &size);
+    c.image_width = (JDIMENSION)width;
+    c.image_height = (JDIMENSION)height;
+    c.input_components = 3;
+    c.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&c);
+    jpeg_set_quality(&c, 80, TRUE);
+    c.optimize_coding = TRUE;
+    jpeg_start_compress(&c, TRUE);
+    while (c.next_scanline < c.image_height) {
+        JSAMPROW row = (JSAMPROW)(pixels + (size_t)c.next_scanline * (size_t)width * 3);
+        jpeg_write_scanlines(&c, &row, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    free(out);
+}
+
 static int compare(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv) {
-    int reduce = 1, runs = 9, first = 1;
+    int reduce = 1, runs = 9, first = 1, width = 0, height = 0;
     while (first + 1 < argc && strncmp(argv[first], "--", 2) == 0) {
         if (strcmp(argv[first], "--reduce") == 0) reduce = atoi(argv[first + 1]);
         else if (strcmp(argv[first], "--runs") == 0) runs = atoi(argv[first + 1]);
+        else if (strcmp(argv[first], "--encode") == 0 && sscanf(argv[first + 1], "%dx%d", &width, &height) != 2) width = 0;
         first += 2;
+    }
+    if (width > 0 && height > 0 && width <= 16384 && height <= 16384 && runs > 0) {
+        unsigned char *pixels = malloc((size_t)width * (size_t)height * 3);
+        unsigned seed = 12345;
+        for (int y = 0; y < height; y++)
+            for (int x = 0; x < width; x++)
+                for (int k = 0; k < 3; k++) {
+                    seed = seed * 1103515245u + 12345u;
+                    int value = (x * 255 / width + y * 255 / height) / 2 + k * 30 + (int)((seed >> 16) % 25) - 12;
+                    pixels[((size_t)y * (size_t)width + (size_t)x) * 3 + (size_t)k] =
+                        (unsigned char)(value < 0 ? 0 : value > 255 ? 255 : value);
+                }
+        encode(pixels, width, height);  // warm-up
+        double *times = calloc((size_t)runs, sizeof *times);
+        for (int run = 0; run < runs; run++) {
+            double start = now();
+            for (int i = 0; i < 5; i++) encode(pixels, width, height);
+            times[run] = (now() - start) * 1000 / 5;
+        }
+        qsort(times, (size_t)runs, sizeof *times, compare);
+        printf("%.3f\n", times[runs / 2]);
+        return 0;
     }
     int count = argc - first;
     if (count < 1 || runs < 1 || reduce < 1 || reduce > 64) {
