@@ -86,9 +86,10 @@ final class ConcurrentResults<Value>: @unchecked Sendable {
     var values: [Value] { slots.compactMap { $0 } }
 }
 
-/// How many cores one resize may spread across. A caller that already runs many
-/// resizes at once on its own threads (the loader's worker pool) gives each its share,
-/// so the pool does not oversubscribe the machine.
+/// How many cores one resize (or one HEIF grid's tiles, which libheif decodes on as
+/// many threads) may spread across. A caller that already runs many at once on its own
+/// threads (the loader's worker pool) gives each its share, so the pool does not
+/// oversubscribe the machine; the loader gives a job that starts alone every core.
 ///
 /// ```swift
 /// let small = ResizeParallelism.withCores(1) { image.resized(width: 256, height: 256) }
