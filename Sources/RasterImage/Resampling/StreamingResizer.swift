@@ -152,8 +152,9 @@ final class StreamingResizer {
         var span = vertical.stride
         if emitsPairs {
             for y in band.dropLast() {
-                span = max(
-                    span, verticalWeights.starts[y + 1] + verticalWeights.counts[y + 1] - verticalWeights.starts[y])
+                let (s0, s1) = (verticalWeights.starts[y], verticalWeights.starts[y + 1])
+                let end = max(s0 + verticalWeights.counts[y], s1 + verticalWeights.counts[y + 1])
+                span = max(span, end - min(s0, s1))
             }
         }
         tapRows = .allocate(capacity: max(1, span))
