@@ -50,6 +50,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from inprocess_compare import cpu_list, run_json  # noqa: E402  (taskset's list, a tool's JSON line)
+from serve_compare import sh  # noqa: E402  (the command runner)
 WARMUP = 3
 
 # name, kind, width, height, files, minimum images a pass (even, so two cores share it evenly)
@@ -72,10 +75,6 @@ INPUTS = [
 # name, width, height, fill
 OUTPUTS = [("256 fit", 256, 256, False), ("512 fit", 512, 512, False), ("1024 fit", 1024, 1024, False),
            ("512x512 fill", 512, 512, True)]
-
-
-def sh(command, **kwargs):
-    subprocess.run(command, check=True, **kwargs)
 
 
 def make_inputs(folder, venv_python):
@@ -180,15 +179,6 @@ def reduction(kind, width, height, box_width, box_height, fill):
         if -(-width // factor) >= 2 * target_w and -(-height // factor) >= 2 * target_h:
             return factor
     return 1
-
-
-def cpu_list(cores):
-    return ",".join(str(i) for i in range(cores))
-
-
-def run_json(command, env=None):
-    out = subprocess.run(command, check=True, capture_output=True, text=True, env=env)
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def vips_worker(list_path, width, height, fill, processes):
