@@ -65,6 +65,27 @@ package enum MemoryAllocator {
         return mapped && trimmed
     }
 
+    /// Returns the free memory malloc keeps to the system (glibc's `malloc_trim`): what
+    /// ``keepImageBuffers(environment:)`` keeps for the next images goes back once a
+    /// burst is over, so resident memory falls back towards its idle level. It walks
+    /// every arena under its lock (a few milliseconds with hundreds of MiB free): call
+    /// it when no image is being processed. `imageloader serve` does, every
+    /// `--free-memory-interval` seconds while idle after work.
+    @discardableResult
+    package static func returnFreeMemory() -> Bool { System.trimMalloc() }
+
+    /// The memory limit of this process's control group (cgroup v2's `memory.max`, or
+    /// v1's `memory.limit_in_bytes`), in bytes; nil when there is none, or it is above
+    /// the machine's memory (v1's "no limit" is a huge number).
+    package static func controlGroupLimit(root: String = "/sys/fs/cgroup") -> Int? {
+        for path in [root + "/memory.max", root + "/memory/memory.limit_in_bytes"] {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { continue }
+            guard let bytes = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)), bytes > 0 else { return nil }
+            return bytes < Int(clamping: ProcessInfo.processInfo.physicalMemory) ? bytes : nil
+        }
+        return nil
+    }
+
     /// Whether `environment` sets glibc's mapping or trimming threshold itself.
     static func setsThresholds(_ environment: [String: String]) -> Bool {
         sets(environment, ["MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"], ["mmap_threshold", "trim_threshold"])

@@ -107,6 +107,20 @@ package enum System {
     /// Sets one of glibc's malloc parameters (`mallopt`; <malloc.h> is not in Swift's
     /// Glibc module, so it is looked up by name): whether it took. False where the C
     /// library is not glibc.
+    /// glibc's `malloc_trim(0)`: the free memory of every arena, at their tops and in
+    /// whole free pages inside them, returned to the kernel. False where the C library
+    /// is not glibc, or nothing could be returned.
+    @discardableResult
+    package static func trimMalloc() -> Bool {
+        #if os(Linux) && canImport(Glibc)
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return false }
+        let trim = unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
+        return trim(0) == 1
+        #else
+        return false
+        #endif
+    }
+
     package static func setMallocOption(_ parameter: Int32, _ value: Int32) -> Bool {
         #if os(Linux) && canImport(Glibc)
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") else { return false }

@@ -100,7 +100,11 @@ extension ImageService {
         /// download, and a slow origin would leave the cores unused. Sources in memory
         /// are at most `workers + fetchesAhead`.
         public var fetchesAhead: Int?
-        /// Requests waiting to start before the service answers 503; `nil`: 4 per worker.
+        /// Requests waiting to start before the service answers 429 (with `Retry-After`);
+        /// `nil`, the default: no limit, as imgproxy's `IMGPROXY_REQUESTS_QUEUE_SIZE=0`.
+        /// Waiting requests are still bounded by the connections the server accepts and
+        /// by ``timeout``, after which each is a 503; a waiting request holds its
+        /// connection and its head, not its source.
         public var queue: Int?
         /// Bytes of processed images kept in memory; 0 keeps none.
         public var resultCacheBytes = 128 << 20
@@ -199,9 +203,6 @@ extension ImageService {
 
         /// The defaults: signed URLs only, public sources only, the limits above.
         public init() {}
-
-        /// Requests that may wait to start.
-        var queueLimit: Int { queue ?? Checked.saturatingMultiply(4, max(1, workers)) }
         /// Requests fetching, holding a source for a worker, or being processed.
         var inFlightLimit: Int { Checked.saturatingAdd(max(1, workers), max(0, fetchesAhead ?? workers)) }
     }

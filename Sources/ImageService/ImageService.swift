@@ -25,8 +25,10 @@ import ServiceLifecycle
 ///
 /// Every request is bounded: at most ``Configuration/workers`` images are processed at
 /// once, ``Configuration/fetchesAhead`` more requests fetch their sources meanwhile, and
-/// ``Configuration/queue`` wait; beyond that the answer is an immediate 503 with
-/// `Retry-After`, so memory and latency stay bounded under any load. Request bodies
+/// ``Configuration/queue`` wait (no limit by default, as imgproxy's: the connection limit
+/// and the timeout bound them); beyond that the answer is an immediate 429 with
+/// `Retry-After`, and past the timeout a 503, so memory and latency stay bounded under
+/// any load. Request bodies
 /// (`POST /info`, `/upload`) are read in places of their own, as many as workers, with a
 /// queue as long: a slow sender holds no place of image requests. Identical
 /// requests in flight share one result; results are kept in memory while their source
@@ -64,6 +66,10 @@ public final class ImageService: Service, Sendable {
     let watermark: WatermarkImage?
     /// The encoders for each result format, with the configured qualities.
     let encoders: ResultEncoders
+    /// Requests that have held a worker's place and ended (``activity``).
+    let finishedWork = Lock(0)
+    /// Set by ``startDraining()``: `/health` answers 503.
+    private let draining = Lock(false)
 
     /// A service with its own loader, made from `configuration.loader` and the limits.
     public init(configuration: Configuration) throws {
@@ -101,10 +107,11 @@ public final class ImageService: Service, Sendable {
         }
         results = configuration.resultCacheBytes > 0 ? ResultCache(maxBytes: configuration.resultCacheBytes) : nil
         admission = WorkScheduler(
-            limit: configuration.inFlightLimit, order: .fifo, maxWaiting: configuration.queueLimit)
+            limit: configuration.inFlightLimit, order: .fifo, maxWaiting: configuration.queue)
         // As many bodies as workers: more would only wait for a worker, holding memory.
-        bodies = WorkScheduler(limit: max(1, configuration.workers), order: .fifo, maxWaiting: configuration.queueLimit)
-        metrics = ServiceMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
+        bodies = WorkScheduler(limit: max(1, configuration.workers), order: .fifo, maxWaiting: configuration.queue)
+        metrics = ServiceMetrics(
+            factory: configuration.metricsFactory ?? MetricsSystem.factory, workers: configuration.workers)
         fileReads = WaitingThreads(threads: min(configuration.inFlightLimit, 64))
         watermark = configuration.watermark.map { WatermarkImage(image: $0, opacity: configuration.watermarkOpacity) }
         encoders = ResultEncoders(configuration)
@@ -116,6 +123,24 @@ public final class ImageService: Service, Sendable {
     public func run() async throws {
         try await runEvery([{ try await self.loader.run() }, { await self.fileReads.shutdown() }])
     }
+
+    /// From now on `GET /health` answers 503 `draining`, while every other route is served
+    /// as before: call it when the process is asked to stop, and close the listener a
+    /// few seconds later, once load balancers (Kubernetes' readiness probe, an upstream's
+    /// health check) have stopped sending requests here. `imageloader serve` calls it on
+    /// SIGTERM and waits `--drain-delay`.
+    ///
+    /// ```swift
+    /// service.startDraining()
+    /// try await Task.sleep(for: .seconds(5))
+    /// await serviceGroup.triggerGracefulShutdown()
+    /// ```
+    public func startDraining() {
+        draining.withLock { $0 = true }
+    }
+
+    /// Whether ``startDraining()`` was called.
+    public var isDraining: Bool { draining.withLock { $0 } }
 
     /// Shuts the loader down (for use without a `ServiceGroup`).
     public func shutdown() async throws {

@@ -13,13 +13,22 @@ final class ServiceMetrics: Sendable {
     private let queueDepth: Gauge
     private let active: Gauge
     private let bytesOut: Counter
+    private let workers: Int
+    private let workersBusy: Gauge
+    private let utilization: Gauge
+    /// Images being processed now (``timingProcessing(_:)``).
+    private let processingNow = Lock(0)
     private let statuses = Lock([Int: Counter]())
     private let tiers = Lock([String: Counter]())
     private let sources = Lock([String: Counter]())
     private let storageOutcomes = Lock([String: Counter]())
 
-    init(factory: any MetricsFactory) {
+    init(factory: any MetricsFactory, workers: Int) {
         self.factory = factory
+        self.workers = max(1, workers)
+        Gauge(label: "imageservice_workers", factory: factory).record(self.workers)
+        workersBusy = Gauge(label: "imageservice_workers_busy", factory: factory)
+        utilization = Gauge(label: "imageservice_workers_utilization", factory: factory)
         processing = Timer(label: "imageservice_processing_seconds", factory: factory)
         fetching = Timer(label: "imageservice_source_fetch_seconds", factory: factory)
         queueDepth = Gauge(label: "imageservice_queue_depth", factory: factory)
@@ -68,8 +77,23 @@ final class ServiceMetrics: Sendable {
     /// How many requests hold a place of the workers (fetching, decoding or processing).
     func active(_ count: Int) { active.record(count) }
 
+    /// Times `body`, an image's decode, processing and encode (with any wait for one of
+    /// the workers' threads), and counts it in `imageservice_workers_busy` and
+    /// `imageservice_workers_utilization` (busy over workers: 1 when every worker is
+    /// busy, more when fetched sources wait for one), the signal to autoscale on.
     func timingProcessing<T>(_ body: () async throws -> T) async rethrows -> T {
-        try await timing(processing, body)
+        countProcessing(1)
+        defer { countProcessing(-1) }
+        return try await timing(processing, body)
+    }
+
+    private func countProcessing(_ change: Int) {
+        let now = processingNow.withLock { count in
+            count += change
+            return count
+        }
+        workersBusy.record(now)
+        utilization.record(Double(now) / Double(workers))
     }
 
     func timingFetch<T>(_ body: () async throws -> T) async rethrows -> T {

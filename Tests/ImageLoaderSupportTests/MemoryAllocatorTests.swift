@@ -103,4 +103,39 @@ struct MemoryAllocatorTests {
         let value = String(line.drop { $0 != "=" }.dropFirst())
         #expect(!MemoryAllocator.keepImageBuffers(environment: ["GLIBC_TUNABLES": value]))
     }
+
+    @Test(
+        "the control group's memory limit: v2's memory.max, v1's limit, none for max or a limit past the machine's memory"
+    )
+    func controlGroupLimit() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("cgroup-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root + "/memory", withIntermediateDirectories: true)
+        #expect(MemoryAllocator.controlGroupLimit(root: root) == nil)
+        try "536870912\n".write(toFile: root + "/memory/memory.limit_in_bytes", atomically: true, encoding: .utf8)
+        #expect(MemoryAllocator.controlGroupLimit(root: root) == 512 << 20)
+        try "max\n".write(toFile: root + "/memory.max", atomically: true, encoding: .utf8)
+        #expect(MemoryAllocator.controlGroupLimit(root: root) == nil)
+        try "1073741824\n".write(toFile: root + "/memory.max", atomically: true, encoding: .utf8)
+        #expect(MemoryAllocator.controlGroupLimit(root: root) == 1 << 30)
+        try "9223372036854771712\n".write(toFile: root + "/memory.max", atomically: true, encoding: .utf8)
+        #expect(MemoryAllocator.controlGroupLimit(root: root) == nil)
+    }
+
+    @Test("workers and the result cache fit the memory limit: each worker holds the largest source and its pixels")
+    func budget() {
+        let unlimited = MemoryBudget(limit: nil, cores: 8, maxSourceBytes: 64 << 20, maxSourcePixels: 50_000_000)
+        #expect(unlimited.workers == 8 && unlimited.resultCacheBytes == MemoryBudget.defaultResultCache)
+        // 50 MP sources: 267 MB a worker. 512 MiB holds one, 2 GiB seven (of eight cores), 16 GiB all eight.
+        let small = MemoryBudget(limit: 512 << 20, cores: 8, maxSourceBytes: 64 << 20, maxSourcePixels: 50_000_000)
+        #expect(small.workers == 1 && small.resultCacheBytes == 64 << 20)
+        let medium = MemoryBudget(limit: 2 << 30, cores: 8, maxSourceBytes: 64 << 20, maxSourcePixels: 50_000_000)
+        #expect(medium.workers == (2048 - 96 - 128) * (1 << 20) / (64 << 20 + 200_000_000))
+        #expect(medium.workers == 7 && medium.resultCacheBytes == 128 << 20)
+        let large = MemoryBudget(limit: 16 << 30, cores: 8, maxSourceBytes: 64 << 20, maxSourcePixels: 50_000_000)
+        #expect(large.workers == 8)
+        // Below the reserve, and with limits that overflow: still one worker.
+        #expect(MemoryBudget(limit: 16 << 20, cores: 4, maxSourceBytes: 1, maxSourcePixels: 1).workers == 1)
+        #expect(MemoryBudget(limit: 1 << 30, cores: 4, maxSourceBytes: .max, maxSourcePixels: .max).workers == 1)
+    }
 }

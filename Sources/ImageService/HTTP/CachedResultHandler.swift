@@ -123,7 +123,7 @@ final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHandler {
         AccessLogLine.record(
             logger: service.configuration.logger, metrics: service.metrics, method: pending.method, path: pending.path,
             id: pending.id, status: response.status.code, bytes: pending.method == .head ? 0 : bytes,
-            since: pending.start)
+            since: pending.start, cache: "result")
         context.write(
             wrapOutboundOut(.head(HTTPResponse(status: response.status, headerFields: headers))), promise: nil)
         if let body, pending.method != .head { context.write(wrapOutboundOut(.body(body)), promise: nil) }

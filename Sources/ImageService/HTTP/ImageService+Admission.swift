@@ -11,12 +11,21 @@ extension ImageService {
         defer {
             metrics.queue(admission.waiting)
             metrics.active(admission.running)
+            finishedWork.withLock { $0 &+= 1 }
         }
         return try await ImageService.run(in: admission, priority) {
             metrics.queue(admission.waiting)
             metrics.active(admission.running)
             return try await body()
         }
+    }
+
+    /// Whether no request holds or waits for a place (of the workers or of request
+    /// bodies), and how many have ended since the service started: a process may do
+    /// what costs the workers time (returning freed memory) when it is idle after work.
+    package var activity: (idle: Bool, finished: Int) {
+        let idle = admission.running == 0 && admission.waiting == 0 && bodies.running == 0 && bodies.waiting == 0
+        return (idle, finishedWork.withLock { $0 })
     }
 
     /// `body` in one of the places of request bodies; 429 when they and their queue are full.

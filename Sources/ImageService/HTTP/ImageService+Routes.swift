@@ -17,9 +17,9 @@ extension ImageService {
     /// | `POST /info` | the body's `ImageDescription` as JSON: format, size, frames, alpha, orientation, colour profile, EXIF fields, dominant colours, BlurHash and ThumbHash |
     /// | `GET /info/{signature}/{options}/{source}` | the same for a source, signed as image URLs are; `bh:{x}:{y}` sets BlurHash's components |
     /// | `POST /upload/{options}` | the thumbnail of the body (when ``Configuration/allowsUploads``) |
-    /// | `HEAD /{signature}/...` | the same status and header fields, without the body |
-    /// | `GET /health` | `ok` |
+    /// | `GET /health` | 200 `imgproxy is running`; 503 once ``startDraining()`` was called |
     /// | `GET /metrics` | the metrics, when `metricsText` is given (Prometheus text) |
+    /// | `HEAD` of any of these | the same status and header fields as `GET`, without the body |
     ///
     /// When `Context` is a ``ChannelRequestContext`` and the connection has the handlers
     /// of ``connectionHandlers(maxConnections:)``, a request whose client closes the connection stops
@@ -38,24 +38,29 @@ extension ImageService {
         let group = router.group(RouterPath(prefix)).add(
             middleware: AccessLog<Context>(
                 logger: configuration.logger, metrics: metrics, allowOrigin: configuration.allowOrigin))
-        group.get("health") { _, _ in ImageService.health }
-        if let path = configuration.healthCheckPath, path != "/health" {
-            group.get(RouterPath(path)) { _, _ in ImageService.health }
+        // Every route a GET reaches answers HEAD as GET would, without the body.
+        func readable(_ path: RouterPath, _ handler: @escaping @Sendable (Request, Context) async -> Response) {
+            group.get(path) { request, context in await handler(request, context) }
+            group.head(path) { request, context in await handler(request, context).createHeadResponse() }
         }
-        group.get("metrics") { _, _ in
+        readable("health") { _, _ in self.health }
+        if let path = configuration.healthCheckPath, path != "/health" {
+            readable(RouterPath(path)) { _, _ in self.health }
+        }
+        readable("metrics") { _, _ in
             guard let metricsText else { return Reply.failure(ServiceError(status: 404, "no metrics")).response }
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(string: metricsText())))
         }
-        group.get("favicon.ico") { _, _ in Reply.failure(ServiceError(status: 404, "not found")).response }
+        readable("favicon.ico") { _, _ in Reply.failure(ServiceError(status: 404, "not found")).response }
         group.post("info") { request, context in
             if let refused = self.refusedBySecret(request) { return refused }
             return await self.withBody(request, context) { body in
                 await self.info(of: body, contentType: request.headers[.contentType])
             }.response(self.configuration)
         }
-        group.get("info/**") { request, context in
+        readable("info/**") { request, context in
             if let refused = self.refusedBySecret(request) { return refused }
             return await self.info(path: request.uri.path, departure: { await ImageService.departure(context) })
                 .response(self.configuration)
@@ -86,11 +91,15 @@ extension ImageService {
         }
     }
 
-    /// `GET /health`: imgproxy's answer, never cached.
-    static var health: Response {
-        Response(
-            status: .ok, headers: [.contentType: "text/plain", .cacheControl: "no-cache"],
-            body: .init(byteBuffer: ByteBuffer(string: "imgproxy is running")))
+    /// `GET /health`: imgproxy's answer, never cached; a 503 while draining, so that load
+    /// balancers and Kubernetes' readiness probe stop sending requests before the
+    /// listener closes.
+    var health: Response {
+        let draining = isDraining
+        return Response(
+            status: draining ? .serviceUnavailable : .ok,
+            headers: [.contentType: "text/plain", .cacheControl: "no-cache"],
+            body: .init(byteBuffer: ByteBuffer(string: draining ? "draining\n" : "imgproxy is running")))
     }
 
     /// A 403 when a secret is set (``Configuration/secret``) and the request does not
@@ -204,6 +213,7 @@ enum Reply: Sendable {
         var response: Response
         switch self {
         case .image(let result):
+            RequestNote.current?.cache(result.meta.cache)
             var headers = Reply.headers(result.meta)
             headers[.contentType] = result.meta.contentType
             let status = HTTPResponse.Status(code: result.meta.status)
@@ -212,6 +222,7 @@ enum Reply: Sendable {
             }
             response = Response(status: status, headers: headers, body: .init(byteBuffer: result.body))
         case .notModified(let meta):
+            RequestNote.current?.cache(meta.cache)
             response = Response(status: .notModified, headers: Reply.headers(meta, notModified: true))
         case .json(let bytes, let maxAge):
             response = Response(
@@ -227,7 +238,7 @@ enum Reply: Sendable {
                 body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
         case .failure(let error):
             // The cause goes to the request's access-log line, not to the client.
-            if let cause = error.cause { FailureCause.current?.note(cause) }
+            if let cause = error.cause { RequestNote.current?.note(cause) }
             var headers: HTTPFields = [.contentType: "text/plain; charset=utf-8"]
             headers[.cacheControl] = error.cacheControl
             if error.status == 429 || error.status == 503 { headers[.retryAfter] = "1" }
@@ -337,9 +348,9 @@ struct AccessLog<Context: RequestContext>: RouterMiddleware {
         let id =
             request.headers[.requestID].flatMap(AccessLogLine.acceptable)
             ?? context.logger[metadataKey: "hb.request.id"]?.description ?? RequestID().description
-        let cause = FailureCause()
+        let note = RequestNote()
         do {
-            var response = try await FailureCause.$current.withValue(cause) { try await next(request, context) }
+            var response = try await RequestNote.$current.withValue(note) { try await next(request, context) }
             response.headers[.requestID] = id
             if let allowOrigin {
                 response.headers[.accessControlAllowOrigin] = allowOrigin
@@ -347,33 +358,37 @@ struct AccessLog<Context: RequestContext>: RouterMiddleware {
             }
             log(
                 request, id: id, status: response.status.code, bytes: response.body.contentLength ?? 0, since: start,
-                cause: cause.text)
+                note: note)
             return response
         } catch {
             let status = (error as? any HTTPResponseError)?.status.code ?? 500
-            log(request, id: id, status: status, bytes: 0, since: start, cause: "\(error)")
+            note.note("\(error)")
+            log(request, id: id, status: status, bytes: 0, since: start, note: note)
             throw error
         }
     }
 
     private func log(
-        _ request: Request, id: String, status: Int, bytes: Int, since start: ContinuousClock.Instant, cause: String?
+        _ request: Request, id: String, status: Int, bytes: Int, since start: ContinuousClock.Instant, note: RequestNote
     ) {
+        let (cause, cache) = note.values
         AccessLogLine.record(
             logger: logger, metrics: metrics, method: request.method, path: request.uri.path, id: id, status: status,
-            bytes: bytes, since: start, cause: cause)
+            bytes: bytes, since: start, cause: cause, cache: cache)
     }
 }
 
-/// Why a request failed, in more words than its answer gives (the source's URL, the
-/// system's reason), for its access-log line: set where the failure becomes an answer,
-/// read by ``AccessLog`` once the answer is made.
-final class FailureCause: Sendable {
-    @TaskLocal static var current: FailureCause?
-    private let value = Lock<String?>(nil)
+/// What a request's access-log line says beyond its status: why it failed, in more words
+/// than its answer gives (the source's URL, the system's reason), and where its answer
+/// came from (``ResponseMeta/cache``). Set where the answer is made, read by
+/// ``AccessLog`` once it is.
+final class RequestNote: Sendable {
+    @TaskLocal static var current: RequestNote?
+    private let value = Lock<(cause: String?, cache: String?)>((nil, nil))
 
-    func note(_ cause: String) { value.withLock { $0 = cause } }
-    var text: String? { value.withLock { $0 } }
+    func note(_ cause: String) { value.withLock { $0.cause = cause } }
+    func cache(_ outcome: String) { value.withLock { $0.cache = outcome } }
+    var values: (cause: String?, cache: String?) { value.withLock { $0 } }
 }
 
 /// The access log's line and the request and byte metrics of one request, for the
@@ -390,17 +405,24 @@ enum AccessLogLine {
         return plain && !id.isEmpty && id.utf8.count <= 64 ? id : nil
     }
 
+    /// Logs the line: the message `METHOD PATH STATUS`, and as fields the method, path,
+    /// status and bytes (numbers), the time taken in milliseconds, the request id, where
+    /// the answer came from (`cache`) and why it failed (`error`).
     static func record(
         logger: Logger, metrics: ServiceMetrics, method: HTTPRequest.Method, path: String, id: String, status: Int,
-        bytes: Int, since start: ContinuousClock.Instant, cause: String? = nil
+        bytes: Int, since start: ContinuousClock.Instant, cause: String? = nil, cache: String? = nil
     ) {
         metrics.responded(status: status, bytes: bytes)
+        guard logger.logLevel <= .info else { return }
         let elapsed = ContinuousClock.now - start
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
         var metadata: Logger.Metadata = [
-            "request_id": "\(id)", "bytes": "\(bytes)", "ms": "\(String(format: "%.1f", milliseconds))",
+            "request_id": .string(id), "method": .string(method.rawValue), "path": .string(path),
+            "status": .stringConvertible(status), "bytes": .stringConvertible(bytes),
+            "ms": .stringConvertible((milliseconds * 10).rounded() / 10),
         ]
-        if let cause { metadata["error"] = "\(cause)" }
+        if let cache { metadata["cache"] = .string(cache) }
+        if let cause { metadata["error"] = .string(cause) }
         logger.info("\(method) \(path) \(status)", metadata: metadata)
     }
 }

@@ -187,6 +187,10 @@ struct ResponseMeta: Sendable {
     var contentDisposition: String?
     /// More fields: `Link` (canonical), the debug fields, `Accept-Ranges`.
     var extra: HTTPFields = [:]
+    /// Where the answer came from, for the access log's `cache` field: the source's
+    /// `network`, `disk`, `revalidated` or `local`; `storage` (the result bucket);
+    /// `result` (the result cache).
+    var cache = "network"
 }
 
 /// The request's conditional header fields, in the source's terms (``ImageService/Validators``).

@@ -97,7 +97,9 @@ extension ImageService {
     func cachedReply(_ key: RequestKey, conditions: Conditions) -> Reply? {
         guard let results, let hit = results.fresh(key, at: Date()) else { return nil }
         metrics.resultHit()
-        return conditions.matches(hit.meta) ? .notModified(hit.meta) : .image(hit)
+        var answer = hit
+        answer.meta.cache = "result"
+        return conditions.matches(answer.meta) ? .notModified(answer.meta) : .image(answer)
     }
 
     /// Fetches the source, answers 304 when the conditions match its validators (or
@@ -115,7 +117,9 @@ extension ImageService {
             if let stored = await storage.read(requestKey, now: now) {
                 metrics.resultStorage("hit")
                 results?.insert(stored, for: requestKey)
-                return conditions.matches(stored.meta) ? .notModified(stored.meta) : .processed(stored)
+                var answer = stored
+                answer.meta.cache = "storage"
+                return conditions.matches(answer.meta) ? .notModified(answer.meta) : .processed(answer)
             }
             metrics.resultStorage("miss")
         }
@@ -263,6 +267,7 @@ extension ImageService {
             contentDisposition: ResponseRules.contentDisposition(
                 filename: url.options.filename, source: allowed.text, format: format,
                 attachment: url.options.returnAttachment))
+        meta.cache = source.tier
         if configuration.canonicalHeader, case .remote(let link) = allowed {
             meta.extra[HTTPField.Name("Link")!] = "<\(link.absoluteString)>; rel=\"canonical\""
         }
