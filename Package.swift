@@ -145,6 +145,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 // NIO's IOError, read for the system's error text.
                 .product(name: "NIOCore", package: "swift-nio"),
+                // `imageloader health`'s request (already linked through ImageLoader).
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(

@@ -38,7 +38,7 @@ def cpu_seconds(pid):
 def cpu_per_request(binary, root, kind, photos, requests):
     port = free_port()
     server = subprocess.Popen(
-        [binary, "serve", "--port", str(port), "--local-root", root, "--allow-unsigned", "--result-cache-mb", "0",
+        [binary, "serve", "--host", "127.0.0.1", "--port", str(port), "--local-root", root, "--allow-unsigned", "--result-cache-mb", "0",
          "--workers", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ext = "png" if kind == "png" else "jpg"
 

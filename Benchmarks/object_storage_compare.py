@@ -73,7 +73,7 @@ def main():
     port = sc.free_port()
     env = {**os.environ, "AWS_ACCESS_KEY_ID": "AKIDBENCHMARK", "AWS_SECRET_ACCESS_KEY": "benchmark-secret",
            "AWS_EC2_METADATA_DISABLED": "true"}
-    server = sc.Server("imageloader-s3", [args.binary, "serve", "--port", str(port), "--allow-unsigned",
+    server = sc.Server("imageloader-s3", [args.binary, "serve", "--host", "127.0.0.1", "--port", str(port), "--allow-unsigned",
                                           "--allow-private-networks", "--disk-cache-mb", "0", "--result-cache-mb", "0",
                                           "--queue", "4096", "--log-level", "warning", "--use-s3", "--s3-endpoint",
                                           f"http://127.0.0.1:{origin_port}", "--s3-region", "us-east-1"], port, env=env)

@@ -322,7 +322,7 @@ class Server:
 
 
 def imageloader(binary, port, *extra):
-    return Server("imageloader", [binary, "serve", "--port", str(port), "--allow-unsigned",
+    return Server("imageloader", [binary, "serve", "--host", "127.0.0.1", "--port", str(port), "--allow-unsigned",
                                   "--allow-private-networks", "--disk-cache-mb", "0", "--log-level", "warning",
                                   *extra], port)
 

@@ -583,7 +583,7 @@ def main():
     log_path = os.path.join(arguments.work, "serve.log")
     log = open(log_path, "w")
     server = subprocess.Popen(
-        [arguments.binary, "serve", "--port", "0", "--key", KEY.hex(), "--salt", SALT.hex(),
+        [arguments.binary, "serve", "--host", "127.0.0.1", "--port", "0", "--key", KEY.hex(), "--salt", SALT.hex(),
          "--allow-private-networks", "--cache-dir", cache, "--workers", str(WORKERS),
          "--fetches-ahead", str(AHEAD), "--queue", str(QUEUE), "--timeout", "4",
          "--result-cache-mb", str(arguments.result_cache_mb)],

@@ -103,7 +103,7 @@ http {
 CONF
     for p in $instances; do
         # shellcheck disable=SC2086
-        "$binary" serve --port "$p" --cache-dir "$dir/disk-$p" ${SERVE_ARGS:-} > "$dir/logs/instance-$p.log" 2>&1 &
+        "$binary" serve --host 127.0.0.1 --port "$p" --cache-dir "$dir/disk-$p" ${SERVE_ARGS:-} > "$dir/logs/instance-$p.log" 2>&1 &
         echo $! > "$dir/instance-$p.pid"
     done
     # Up to 90 s each: a debug build starts slowly beside a busy test suite.

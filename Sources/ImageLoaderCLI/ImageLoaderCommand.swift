@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import ImageLoader
 import ImageLoaderSupport
 import RasterImage
@@ -8,18 +9,36 @@ struct ImageLoaderCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "imageloader",
         abstract: "Load, decode, validate and thumbnail images, with caches that follow HTTP's rules.",
+        version: version,
         subcommands: [
             InfoCommand.self, DecodeCommand.self, ValidateCommand.self, ThumbnailCommand.self, LoadCommand.self,
-            BatchCommand.self, CacheCommand.self, DemoCommand.self, ServeCommand.self,
+            BatchCommand.self, CacheCommand.self, DemoCommand.self, ServeCommand.self, HealthCommand.self,
         ]
     )
+
+    /// The version `--version` prints (also `serve --version`).
+    static let version = "0.52.0"
+
+    /// The arguments, with `serve`'s and `health`'s options that only the environment
+    /// gives (``ServeEnvironment``) added after those on the command line.
+    static func arguments(_ given: [String], environment: [String: String]) throws -> [String] {
+        guard let command = given.first, command == "serve" || command == "health" else { return given }
+        var settings = ServeEnvironment.settings(of: ServeCommand.self)
+        if command == "health" {
+            // health shares serve's address and prefix, and reads nothing else of serve's.
+            let own = Set(ServeEnvironment.settings(of: HealthCommand.self).map(\.name))
+            settings = settings.filter { own.contains($0.name) }
+        }
+        return given + (try ServeEnvironment.arguments(for: settings, environment: environment, given: given))
+    }
 
     /// Runs the command. Failures end with exit code 1 and one line on stderr; usage
     /// mistakes keep ArgumentParser's usage message and code.
     static func main() async {
         var command: any ParsableCommand
         do {
-            command = try parseAsRoot()
+            command = try parseAsRoot(
+                arguments(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment))
         } catch {
             exit(withError: error)
         }

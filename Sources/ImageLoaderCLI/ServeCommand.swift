@@ -9,35 +9,36 @@ import Logging
 import Prometheus
 import RasterImage
 import ServiceLifecycle
+import UnixSignals
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Serve thumbnails at imgproxy-format URLs (signed unless --allow-unsigned).",
+        usage: """
+            imageloader serve [--host <host>] [--port <port>] [--key <key> --salt <salt>]... [--allow-unsigned] \
+            [<options>]
+            """,
         discussion: """
-            Keys and salts are hexadecimal: --key K --salt S (repeat both for rotation), or the \
-            environment variables IMGPROXY_KEY and IMGPROXY_SALT (IMGPROXY_KEYS and IMGPROXY_SALTS: \
-            comma-separated lists). SIGTERM or SIGINT stops accepting connections, finishes the \
-            requests in flight and exits 0.
-            """)
+            Every option is also a variable: --allow-unsigned is IMAGELOADER_ALLOW_UNSIGNED=true, --cache-dir \
+            IMAGELOADER_CACHE_DIR, a repeatable option a comma-separated list; where imgproxy has a setting, its \
+            IMGPROXY_* variable is read too (the option, then IMAGELOADER_*, then IMGPROXY_*). Keys and salts are \
+            hexadecimal: --key K --salt S (repeat both for rotation), or IMGPROXY_KEY and IMGPROXY_SALT \
+            (IMGPROXY_KEYS and IMGPROXY_SALTS: comma-separated lists). The address is IMGPROXY_BIND (host:port, \
+            :port), else PORT, else :8080 on every interface, as imgproxy's. SIGTERM or SIGINT: /health answers \
+            503 for --drain-delay while requests are still served, then the listener closes, and the requests in \
+            flight have --graceful-stop-timeout to finish; exit 0.
+            """,
+        version: ImageLoaderCommand.version)
 
-    @Option(help: "The address to listen on (IMGPROXY_BIND: host:port) [default: 127.0.0.1].")
-    var host: String?
-
-    @Option(help: "The port to listen on (0: any free port, printed at start) [default: 8080].")
-    var port: Int?
-
-    @Option(help: "A signing key, hexadecimal (repeatable, paired with --salt).")
-    var key: [String] = []
-
-    @Option(help: "A signing salt, hexadecimal (repeatable, paired with --key).")
-    var salt: [String] = []
-
-    @Option(help: "Bytes of the signature, 1 to 32 (IMGPROXY_SIGNATURE_SIZE) [default: 32].")
-    var signatureSize: Int?
-
-    @Flag(help: "Serve unsigned URLs (`insecure` or `_` in place of the signature).")
-    var allowUnsigned = false
+    @OptionGroup(title: "Address and signed URLs (what every deployment sets)")
+    var essentials: ServeEssentialOptions
+    var host: String? { essentials.host }
+    var port: Int? { essentials.port }
+    var key: [String] { essentials.key }
+    var salt: [String] { essentials.salt }
+    var signatureSize: Int? { essentials.signatureSize }
+    var allowUnsigned: Bool { essentials.allowUnsigned }
 
     @Option(help: "A path all routes are under, such as /images (IMGPROXY_PATH_PREFIX).")
     var pathPrefix: String?
@@ -107,7 +108,11 @@ struct ServeCommand: AsyncParsableCommand {
             """)
     var maxConnections: Int?
 
-    @Option(help: "Images decoded, resized and encoded at once (IMGPROXY_WORKERS; default: the cores).")
+    @Option(
+        help: """
+            Images decoded, resized and encoded at once (IMGPROXY_WORKERS) [default: the cores, fewer when the \
+            control group's memory limit cannot hold that many of the largest sources].
+            """)
     var workers: Int?
 
     @Option(help: "Requests that fetch their source while the workers are busy (default: as many as workers).")
@@ -116,11 +121,21 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "How far below the event loops the workers run, as a nice increment (0 to 19).")
     var workerNiceness = 10
 
-    @Option(help: "Requests waiting to start before 503 (IMGPROXY_REQUESTS_QUEUE_SIZE; default: 4 per worker).")
+    @Option(
+        help: """
+            Requests waiting to start, past which 429 with Retry-After; 0: none wait \
+            (IMGPROXY_REQUESTS_QUEUE_SIZE, where 0 is no limit) [default: no limit but --max-connections and \
+            --timeout, as imgproxy's].
+            """)
     var queue: Int?
 
-    @Option(name: .customLong("result-cache-mb"), help: "MiB of processed images kept in memory; 0 keeps none.")
-    var resultCacheMB = 128
+    @Option(
+        name: .customLong("result-cache-mb"),
+        help: """
+            MiB of processed images kept in memory; 0 keeps none [default: 128, or an eighth of the control \
+            group's memory limit when that is less].
+            """)
+    var resultCacheMB: Int?
 
     @Option(
         help:
@@ -203,6 +218,39 @@ struct ServeCommand: AsyncParsableCommand {
         help: "The log level: trace, debug, info (one line per request), notice, warning, error (IMGPROXY_LOG_LEVEL).")
     var logLevel: String?
 
+    @Option(
+        help: """
+            The log's lines: pretty (text), structured (logfmt), json (an object a line), gcp (JSON with \
+            severity and message) (IMGPROXY_LOG_FORMAT) [default: pretty].
+            """)
+    var logFormat: String?
+
+    @Option(
+        help: """
+            Seconds /health answers 503 after SIGTERM while requests are still served, before the listener \
+            closes, so that load balancers stop sending requests first [default: 0].
+            """)
+    var drainDelay: Double?
+
+    @Option(
+        help: """
+            Seconds the requests in flight have to finish once the listener has closed; past it they are \
+            cancelled (IMGPROXY_GRACEFUL_STOP_TIMEOUT) [default: twice --timeout].
+            """)
+    var gracefulStopTimeout: Double?
+
+    @Option(
+        help: """
+            Seconds between returns of freed memory to the system, done when no image is being processed; 0: \
+            never (IMGPROXY_FREE_MEMORY_INTERVAL) [default: 10].
+            """)
+    var freeMemoryInterval: Double?
+
+    /// Prints the settings' table (``ServeEnvironment/markdownTable(_:)``) and exits: what
+    /// scripts/settings-table.sh puts in ServiceReference.md.
+    @Flag(help: .hidden)
+    var settingsTable = false
+
     @OptionGroup(title: "imgproxy's formats, header fields, clients and sources")
     var compatibility: ServeCompatibilityOptions
 
@@ -210,6 +258,7 @@ struct ServeCommand: AsyncParsableCommand {
     var storage: ServeStorageOptions
 
     func validate() throws {
+        if settingsTable { return }
         guard key.count == salt.count else { throw ValidationError("give as many --salt as --key") }
         // The settings' own checks, here too: a bad value is a usage mistake of `serve`.
         let environment = ImgproxyEnvironment(ProcessInfo.processInfo.environment)
@@ -291,12 +340,7 @@ struct ServeCommand: AsyncParsableCommand {
     /// every value checked.
     func settings(_ environment: ImgproxyEnvironment) throws -> Settings {
         var settings = Settings()
-        if let bind = try environment.bind("IMGPROXY_BIND") { (settings.host, settings.port) = bind }
-        if let host { settings.host = host }
-        if let port { settings.port = port }
-        guard (1...65_535).contains(settings.port) || settings.port == 0 else {
-            throw ValidationError("--port must be 0 to 65535")
-        }
+        (settings.host, settings.port) = try Self.address(host: host, port: port, environment: environment)
         settings.signatureSize = try signatureSize ?? environment.integer("IMGPROXY_SIGNATURE_SIZE") ?? 32
         guard (1...32).contains(settings.signatureSize) else { throw ValidationError("--signature-size is 1 to 32") }
         settings.pathPrefix = pathPrefix ?? environment.text("IMGPROXY_PATH_PREFIX") ?? ""
@@ -363,7 +407,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let fetchesAhead, fetchesAhead < 0 { throw ValidationError("--fetches-ahead must be 0 or more") }
         if let queue = settings.queue, queue < 0 { throw ValidationError("--queue must be 0 or more") }
         guard (0...19).contains(workerNiceness) else { throw ValidationError("--worker-niceness is 0 to 19") }
-        guard settings.ttl >= 0, resultCacheMB >= 0, diskCacheMB >= 0 else {
+        guard settings.ttl >= 0, resultCacheMB ?? 0 >= 0, diskCacheMB >= 0 else {
             throw ValidationError("--ttl, --result-cache-mb and --disk-cache-mb must be 0 or more")
         }
         // Qualities as imgproxy resolves them: the URL's q, then its fq, then the
@@ -401,15 +445,62 @@ struct ServeCommand: AsyncParsableCommand {
         if let bind = settings.metricsBind, bind.host == settings.host, bind.port == settings.port, bind.port != 0 {
             throw ValidationError("--metrics-bind must differ from the main address")
         }
+        let format = logFormat ?? environment.text("IMGPROXY_LOG_FORMAT")?.lowercased() ?? "pretty"
+        guard let logFormat = LogFormat(rawValue: format) else {
+            throw ValidationError(
+                "--log-format \(format) is not one of \(LogFormat.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        settings.logFormat = logFormat
+        settings.drainDelay = drainDelay ?? 0
+        settings.gracefulStopTimeout =
+            try gracefulStopTimeout ?? environment.decimal("IMGPROXY_GRACEFUL_STOP_TIMEOUT") ?? settings.timeout * 2
+        settings.freeMemoryInterval =
+            try freeMemoryInterval ?? environment.decimal("IMGPROXY_FREE_MEMORY_INTERVAL") ?? 10
+        for (name, value) in [
+            ("--drain-delay", settings.drainDelay), ("--graceful-stop-timeout", settings.gracefulStopTimeout),
+            ("--free-memory-interval", settings.freeMemoryInterval),
+        ] where !(0...3600).contains(value) {
+            throw ValidationError("\(name) must be between 0 and 3600 seconds")
+        }
         settings.logLevel = logLevel ?? environment.text("IMGPROXY_LOG_LEVEL").map { $0.lowercased() } ?? "info"
         if settings.logLevel == "warn" { settings.logLevel = "warning" }
         guard Logger.Level(rawValue: settings.logLevel) != nil else { throw ValidationError("unknown --log-level") }
         return settings
     }
 
+    /// The address to listen on: the options, else `IMGPROXY_BIND`, else `PORT` (as
+    /// platforms that assign a port set it) on every interface, else imgproxy's `:8080`.
+    static func address(host: String?, port: Int?, environment: ImgproxyEnvironment) throws -> (String, Int) {
+        var address = ("0.0.0.0", 8080)
+        if let text = environment.text("PORT") {
+            guard let number = Int(text), (0...65_535).contains(number) else {
+                throw ValidationError("PORT must be a port number, 0 to 65535")
+            }
+            address.1 = number
+        }
+        if let bind = try environment.bind("IMGPROXY_BIND") { address = bind }
+        if let host { address.0 = host }
+        if let port { address.1 = port }
+        guard (0...65_535).contains(address.1) else { throw ValidationError("--port must be 0 to 65535") }
+        return address
+    }
+
+    /// The `IMGPROXY_*` variables `serve` reads besides those its options' help names.
+    static let imgproxyVariablesBesideOptions = [
+        "IMGPROXY_PRESETS_SEPARATOR", "IMGPROXY_CONCURRENCY",
+    ]
+
+    /// The `IMGPROXY_*` variables set in `environment` that `serve` does not read, sorted.
+    static func unsupportedVariables(_ environment: [String: String]) -> [String] {
+        let known = Set(
+            imgproxyVariablesBesideOptions
+                + ServeEnvironment.settings(of: ServeCommand.self).flatMap(\.imgproxyVariables))
+        return environment.keys.filter { $0.hasPrefix("IMGPROXY_") && !known.contains($0) }.sorted()
+    }
+
     /// Every setting, resolved from the options and the environment.
     struct Settings {
-        var host = "127.0.0.1"
+        var host = "0.0.0.0"
         var port = 8080
         var signatureSize = 32
         var pathPrefix = ""
@@ -438,20 +529,31 @@ struct ServeCommand: AsyncParsableCommand {
         var watermarkOpacity = 1.0
         var metricsBind: (host: String, port: Int)?
         var logLevel = "info"
+        var logFormat = LogFormat.pretty
+        var drainDelay = 0.0
+        var gracefulStopTimeout = 20.0
+        var freeMemoryInterval = 10.0
     }
 
     func run() async throws {
+        if settingsTable {
+            return print(
+                ServeEnvironment.markdownTable(ServeEnvironment.settings(of: ServeCommand.self)), terminator: "")
+        }
         let environment = ImgproxyEnvironment(ProcessInfo.processInfo.environment)
         let settings = try settings(environment)
         let level = Logger.Level(rawValue: settings.logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardOutput(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        let format = settings.logFormat
+        LoggingSystem.bootstrap { label in format.handler(label: label, level: level) }
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let logger = Logger(label: "imageloader.serve")
+        let unsupported = Self.unsupportedVariables(ProcessInfo.processInfo.environment)
+        if !unsupported.isEmpty {
+            logger.warning(
+                "imgproxy settings this service does not read, left without effect: \(unsupported.joined(separator: ", "))"
+            )
+        }
         let descriptors = System.raiseDescriptorLimit()
         let connections =
             settings.maxConnections
@@ -491,11 +593,22 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.maxAnimationFramePixels = settings.maxAnimationFramePixels
         configuration.timeout = .milliseconds(Int(settings.timeout * 1000))
         configuration.ttl = settings.ttl
-        if let workers = settings.workers { configuration.workers = workers }
+        let sizing = MemoryBudget(
+            limit: MemoryAllocator.controlGroupLimit(), cores: configuration.workers,
+            maxSourceBytes: settings.maxSrcBytes, maxSourcePixels: settings.maxSrcPixels)
+        configuration.workers = settings.workers ?? sizing.workers
+        if let limit = sizing.limit {
+            logger.info(
+                "memory limit",
+                metadata: [
+                    "limitMiB": "\(limit >> 20)", "workers": "\(configuration.workers)",
+                    "resultCacheMiB": "\((resultCacheMB.map { $0 << 20 } ?? sizing.resultCacheBytes) >> 20)",
+                ])
+        }
         configuration.fetchesAhead = fetchesAhead
         configuration.workerNiceness = workerNiceness
         configuration.queue = settings.queue
-        configuration.resultCacheBytes = resultCacheMB << 20
+        configuration.resultCacheBytes = resultCacheMB.map { $0 << 20 } ?? sizing.resultCacheBytes
         configuration.allowsUploads = allowUploads
         configuration.infoIncludesLocation = infoExifGps
         configuration.quality = settings.quality
@@ -539,8 +652,10 @@ struct ServeCommand: AsyncParsableCommand {
             metricsText: settings.metricsBind == nil ? metricsText : nil,
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? port
-                // The one line a supervisor or a test reads to find the port.
-                Terminal.line("listening on http://\(host):\(bound)")
+                // The one line a supervisor or a test reads to find the port (in the log's
+                // format when that is for a collector: every line then parses).
+                let line = "listening on http://\(host):\(bound)"
+                if format == .pretty { Terminal.line(line) } else { logger.notice("\(line)") }
             },
             logger: Logger(label: "imageloader.http"))
         var services: [any Service] = [
@@ -562,12 +677,109 @@ struct ServeCommand: AsyncParsableCommand {
                     }, logger: Logger(label: "imageloader.metrics"))
             services.append(Listener(server: metrics, address: "\(bind.host):\(bind.port)", option: "--metrics-bind"))
         }
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                // Shut down in reverse order: the HTTP servers first (finishing what is in
-                // flight), then the service and its loader.
-                services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+        var groupConfiguration = ServiceGroupConfiguration(
+            // Shut down in reverse order: the HTTP servers first (finishing what is in
+            // flight), then the service and its loader.
+            services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }, logger: logger)
+        groupConfiguration.maximumGracefulShutdownDuration = .milliseconds(Int(settings.gracefulStopTimeout * 1000))
+        let group = ServiceGroup(configuration: groupConfiguration)
+        let stop = GracefulStop(
+            service: service, group: group, drainDelay: .milliseconds(Int(settings.drainDelay * 1000)),
+            logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            tasks.addTask { await stop.run() }
+            if settings.freeMemoryInterval > 0 {
+                let interval = Duration.milliseconds(Int(settings.freeMemoryInterval * 1000))
+                tasks.addTask { await MemoryReturn(service: service, interval: interval, logger: logger).run() }
+            }
+            // The group ends once stopped (or failing to start): the signal watcher and the
+            // memory returns end with it.
+            do {
+                try await tasks.next()
+            } catch {
+                tasks.cancelAll()
+                // Past the graceful stop's time the group cancels what is left; that is the
+                // stop asked for, not a failure.
+                guard stop.wasAsked else { throw error }
+                logger.warning("stopped", metadata: ["error": "\(error)"])
+            }
+            tasks.cancelAll()
+        }
+    }
+}
+
+/// SIGTERM or SIGINT: `/health` answers 503 (``ImageService/startDraining()``) for the
+/// drain delay while requests are still served, then the group's graceful shutdown
+/// closes the listeners and gives the requests in flight its time to finish. A second
+/// signal skips what is left of the delay.
+struct GracefulStop: Sendable {
+    let service: ImageService
+    let group: ServiceGroup
+    let drainDelay: Duration
+    let logger: Logger
+    private let asked = Lock(false)
+
+    init(service: ImageService, group: ServiceGroup, drainDelay: Duration, logger: Logger) {
+        self.service = service
+        self.group = group
+        self.drainDelay = drainDelay
+        self.logger = logger
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    /// Whether a signal asked the process to stop.
+    var wasAsked: Bool { asked.withLock { $0 } }
+
+    func run() async {
+        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        await withTaskGroup(of: Void.self) { tasks in
+            for await signal in signals {
+                let first = asked.withLock { asked in
+                    defer { asked = true }
+                    return !asked
+                }
+                guard first, drainDelay > .zero else {
+                    logger.notice("stopping", metadata: ["signal": "\(signal)"])
+                    await group.triggerGracefulShutdown()
+                    continue
+                }
+                service.startDraining()
+                logger.notice(
+                    "draining: /health answers 503 until the listener closes",
+                    metadata: ["signal": "\(signal)", "seconds": .stringConvertible(Self.seconds(drainDelay))])
+                tasks.addTask { [group, drainDelay] in
+                    try? await Task.sleep(for: drainDelay)
+                    await group.triggerGracefulShutdown()
+                }
+            }
+            tasks.cancelAll()
+        }
+    }
+}
+
+/// Returns freed memory to the system every `interval` while the service is idle after
+/// work (``MemoryAllocator/returnFreeMemory()``): after a burst, resident memory falls
+/// back towards its idle level instead of staying at its peak.
+struct MemoryReturn: Sendable {
+    let service: ImageService
+    let interval: Duration
+    let logger: Logger
+
+    func run() async {
+        var returnedAfter = 0
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: interval) } catch { return }
+            let activity = service.activity
+            guard activity.idle, activity.finished != returnedAfter else { continue }
+            returnedAfter = activity.finished
+            let start = ContinuousClock.now
+            MemoryAllocator.returnFreeMemory()
+            logger.debug("returned free memory", metadata: ["took": "\(ContinuousClock.now - start)"])
+        }
     }
 }
 

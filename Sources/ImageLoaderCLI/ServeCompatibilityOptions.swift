@@ -214,8 +214,8 @@ struct ServeCompatibilityOptions: ParsableArguments {
         configuration.enforceWebP = try on(enforceWebp, "IMGPROXY_ENFORCE_WEBP")
         configuration.enforceAVIF = try on(enforceAvif, "IMGPROXY_ENFORCE_AVIF")
         configuration.enforceJXL = try on(enforceJxl, "IMGPROXY_ENFORCE_JXL")
-        configuration.autoHEIC = try on(autoHeic, "IMAGELOADER_AUTO_HEIC")
-        configuration.enforceHEIC = try on(enforceHeic, "IMAGELOADER_ENFORCE_HEIC")
+        configuration.autoHEIC = autoHeic
+        configuration.enforceHEIC = enforceHeic
         configuration.alwaysRasterizeSVG = try on(alwaysRasterizeSvg, "IMGPROXY_ALWAYS_RASTERIZE_SVG")
         configuration.clientHints = try on(clientHints, "IMGPROXY_ENABLE_CLIENT_HINTS")
         configuration.cacheControlPassthrough = try on(cacheControlPassthrough, "IMGPROXY_CACHE_CONTROL_PASSTHROUGH")

@@ -138,7 +138,7 @@ struct ServeStorageOptions: ParsableArguments {
             }
             configuration.sources[keyPath: target] = buckets
         }
-        if let text = resultStorage ?? environment.text("IMAGELOADER_RESULT_STORAGE") {
+        if let text = resultStorage {
             guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
                 let flag = SourcePolicy.objectStorageSchemes[scheme], url.host?.isEmpty == false
             else {

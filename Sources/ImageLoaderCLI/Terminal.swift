@@ -101,6 +101,7 @@ enum JSONValue {
     case bool(Bool)
     case null
     case object([(String, JSONValue)])
+    case array([JSONValue])
 
     var serialized: String {
         switch self {
@@ -111,10 +112,11 @@ enum JSONValue {
         case .null: "null"
         case .object(let fields):
             "{" + fields.map { JSONValue.quote($0.0) + ":" + $0.1.serialized }.joined(separator: ",") + "}"
+        case .array(let values): "[" + values.map(\.serialized).joined(separator: ",") + "]"
         }
     }
 
-    private static func quote(_ text: String) -> String {
+    static func quote(_ text: String) -> String {
         var out = "\""
         for scalar in text.unicodeScalars {
             switch scalar {

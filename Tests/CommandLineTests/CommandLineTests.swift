@@ -377,7 +377,7 @@ struct ErrorMessageTests {
         let second = try await Command.run(["serve", "--allow-unsigned", "--port", String(first.port)])
         #expect(second.status == 1)
         #expect(
-            second.stderr.contains("cannot listen on 127.0.0.1:\(first.port): the port is in use"), "\(second.stderr)")
+            second.stderr.contains("cannot listen on 0.0.0.0:\(first.port): the port is in use"), "\(second.stderr)")
         #expect(second.stderr.contains("--port") && !second.stderr.contains("errno"))
         let metrics = try await Command.run([
             "serve", "--allow-unsigned", "--port", "0", "--metrics-bind", "127.0.0.1:\(first.port)",

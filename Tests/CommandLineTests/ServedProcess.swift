@@ -51,7 +51,9 @@ final class ServedProcess: Sendable {
         // under the whole suite (or a sanitizer) can take more than the default 10 s for
         // an image, and a 504 there would be a flake, not a finding.
         let timeout = arguments.contains("--timeout") ? [] : ["--timeout", "600"]
-        process.arguments = ["serve", "--port", "0"] + timeout + arguments
+        // Loopback unless the test names an address (the default is every interface, as imgproxy's).
+        let host = arguments.contains("--host") ? [] : ["--host", "127.0.0.1"]
+        process.arguments = ["serve", "--port", "0"] + host + timeout + arguments
         if let environment {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
@@ -146,9 +148,14 @@ final class ServedProcess: Sendable {
     }
 
     /// The peak resident memory of the process so far, in KiB (`VmHWM`).
-    var peakMemoryKiB: Int {
+    var peakMemoryKiB: Int { memoryKiB("VmHWM:") }
+
+    /// The resident memory of the process now, in KiB (`VmRSS`).
+    var residentMemoryKiB: Int { memoryKiB("VmRSS:") }
+
+    private func memoryKiB(_ field: String) -> Int {
         let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix(field) } ?? ""
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 
