@@ -13,5 +13,7 @@ bash scripts/reference-decoders.sh install
 # The definitions that open libheif, libavif and libtiff at run time match the functions
 # RasterImage calls and the installed headers.
 python3 scripts/generate-lazy-libraries.py --check
+# The Kubernetes manifests against Kubernetes' schemas (kubernetes-validate in its own virtual environment).
+bash deploy/kubernetes/validate.sh
 bash scripts/docs.sh
 swift test "$@"
