@@ -34,6 +34,17 @@ extension ImageLoader {
         /// Seconds of freshness for responses that state none (no max-age, no Expires),
         /// instead of the heuristic (10% of the time since Last-Modified).
         public var defaultCacheControlMaxAge: TimeInterval?
+        /// Seconds past its freshness a stored response may still be used when its origin
+        /// cannot be reached (no connection, a timeout, a broken response, or a gateway's
+        /// 502, 503 or 504), as RFC 9111 §4.2.4 allows a disconnected cache, unless the
+        /// response forbids it (`must-revalidate`, `no-cache`). `nil` (the default): only
+        /// within the response's own `stale-if-error`. A thumbnail service sets it, so
+        /// that an image it holds is not an error while its origin is down.
+        ///
+        /// ```swift
+        /// configuration.staleWhenUnreachable = 86_400   // a day past freshness, while the origin is down
+        /// ```
+        public var staleWhenUnreachable: TimeInterval?
         /// Seconds an error response (4xx, 5xx) is remembered, unless it says otherwise.
         public var defaultCacheControlMaxAgeForErrors: TimeInterval = 60
         /// After this many failures within the window, a load fails without a request.

@@ -215,6 +215,21 @@ struct ServeCommand: AsyncParsableCommand {
     var diskCacheMB = 1024
 
     @Option(
+        help: """
+            Seconds a source whose response states no freshness (no max-age, no Expires: most objects in \
+            buckets) is used without asking its origin again [default: 3600].
+            """)
+    var sourceTtl: Int?
+
+    @Option(
+        help: """
+            Seconds past its freshness a stored source still answers while its origin cannot be reached (no \
+            connection, a timeout, a 502-504), unless its response says must-revalidate or no-cache; 0: only \
+            within its stale-if-error [default: 86400].
+            """)
+    var staleWhenUnreachable: Int?
+
+    @Option(
         help: "The log level: trace, debug, info (one line per request), notice, warning, error (IMGPROXY_LOG_LEVEL).")
     var logLevel: String?
 
@@ -407,8 +422,12 @@ struct ServeCommand: AsyncParsableCommand {
         if let fetchesAhead, fetchesAhead < 0 { throw ValidationError("--fetches-ahead must be 0 or more") }
         if let queue = settings.queue, queue < 0 { throw ValidationError("--queue must be 0 or more") }
         guard (0...19).contains(workerNiceness) else { throw ValidationError("--worker-niceness is 0 to 19") }
-        guard settings.ttl >= 0, resultCacheMB ?? 0 >= 0, diskCacheMB >= 0 else {
-            throw ValidationError("--ttl, --result-cache-mb and --disk-cache-mb must be 0 or more")
+        guard settings.ttl >= 0, resultCacheMB ?? 0 >= 0, diskCacheMB >= 0, sourceTtl ?? 0 >= 0,
+            staleWhenUnreachable ?? 0 >= 0
+        else {
+            throw ValidationError(
+                "--ttl, --result-cache-mb, --disk-cache-mb, --source-ttl and --stale-when-unreachable must be 0 or more"
+            )
         }
         // Qualities as imgproxy resolves them: the URL's q, then its fq, then the
         // format's quality here, then the common one.
@@ -635,6 +654,11 @@ struct ServeCommand: AsyncParsableCommand {
         if let cacheDir { configuration.loader.cacheDirectory = cacheDir }
         if diskCacheMB == 0 { configuration.loader.cacheDirectory = nil }
         configuration.loader.diskCacheMaxBytes = diskCacheMB << 20
+        if let sourceTtl { configuration.sourceTTL = sourceTtl }
+        if let staleWhenUnreachable {
+            configuration.loader.staleWhenUnreachable =
+                staleWhenUnreachable > 0 ? TimeInterval(staleWhenUnreachable) : nil
+        }
         configuration.loader.logger = Logger(label: "imageloader.loader")
         try storage.apply(to: &configuration, environment: environment)
 

@@ -51,8 +51,9 @@ extension ImageService {
         /// instead of ``ttl`` when it has one (imgproxy's `IMGPROXY_CACHE_CONTROL_PASSTHROUGH`).
         public var cacheControlPassthrough = false
         /// Seconds a source that states no freshness (a local file, a response without
-        /// `max-age` or `Expires`) is taken as fresh: how long the result cache keeps
-        /// what is made from it without looking at the source again.
+        /// `max-age` or `Expires`, an object in a bucket) is taken as fresh: how long the
+        /// result cache keeps what is made from it, and the disk cache its bytes, without
+        /// asking the source again. An hour by default; revalidating then costs a 304.
         public var sourceTTL = 3600
         /// The validators results are sent with and that conditional requests are
         /// answered by (imgproxy's `IMGPROXY_USE_ETAG`, `IMGPROXY_ETAG_BUSTER`,
@@ -195,7 +196,16 @@ extension ImageService {
         /// flight, and keeps no decoded images in its memory cache (the result cache
         /// holds what is sent).
         /// A custom `dataLoader` replaces the HTTP client and with it the address checks.
-        public var loader = ImageLoader.Configuration()
+        /// Sources whose responses state no freshness (most objects in buckets, many
+        /// origins) are taken as fresh for ``sourceTTL`` unless `defaultCacheControlMaxAge`
+        /// says otherwise, so a burst of requests for one source reads it once; and a
+        /// stored source answers for a day past its freshness while its origin cannot be
+        /// reached (`staleWhenUnreachable`), unless its response forbids it.
+        public var loader: ImageLoader.Configuration = {
+            var loader = ImageLoader.Configuration()
+            loader.staleWhenUnreachable = 86_400
+            return loader
+        }()
         /// Where the metrics go; `nil`: the process's `MetricsSystem`.
         public var metricsFactory: (any MetricsFactory)?
         /// The access log (one line per request) and the service's warnings.

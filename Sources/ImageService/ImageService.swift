@@ -84,6 +84,9 @@ public final class ImageService: Service, Sendable {
         loaderConfiguration.concurrentLoads = max(loaderConfiguration.concurrentLoads, configuration.inFlightLimit)
         loaderConfiguration.http.maxResponseBytes = configuration.maxSourceBytes
         loaderConfiguration.http.timeout = configuration.downloadTimeout
+        if loaderConfiguration.defaultCacheControlMaxAge == nil {
+            loaderConfiguration.defaultCacheControlMaxAge = TimeInterval(max(0, configuration.sourceTTL))
+        }
         if !configuration.network.allowsPrivateNetworks {
             let policy = configuration.network
             loaderConfiguration.http.addressFilter = { text in IPAddress(text).map(policy.allows) ?? false }

@@ -194,5 +194,81 @@ extension ServeCommandTests {
                 #expect(answer.status == 404 && answer.text == "source not allowed\n")
             }
         }
+
+        @Test("a source stating no freshness is fresh for --source-ttl: twenty requests of other sizes read it once")
+        func sourceWithoutFreshness() async throws {
+            let origin = try await TestOrigin.start()
+            defer { Task { await origin.stop() } }
+            // As a bucket's object just uploaded: validators, no Cache-Control, no Expires (the
+            // heuristic, a tenth of the time since Last-Modified, would give it no freshness).
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+            origin.serve(
+                "/object.jpg",
+                .init(
+                    headers: [Self.jpeg, ("ETag", "\"o\""), ("Last-Modified", formatter.string(from: Date()))],
+                    body: TestAssets.bytes("jpeg-800x600.jpg")))
+            try await serving(["--allow-unsigned", "--allow-private-networks"]) { server in
+                for width in 40..<60 {
+                    let answer = try await server.get(
+                        "/insecure/w:\(width)/plain/" + origin.url("/object.jpg").absoluteString)
+                    #expect(answer.status == 200)
+                }
+                #expect(origin.count("/object.jpg") == 1)
+            }
+        }
+
+        @Test("an origin that cannot be reached: the stored source answers, unless must-revalidate or turned off")
+        func storedSourceWhileUnreachable() async throws {
+            let origin = try await TestOrigin.start()
+            let photo = TestAssets.bytes("jpeg-800x600.jpg")
+            // Stale at once, no stale-if-error: only the service's setting lets them answer.
+            origin.serve("/plain.jpg", .init(headers: [Self.jpeg, ("Cache-Control", "max-age=0")], body: photo))
+            origin.serve(
+                "/strict.jpg",
+                .init(headers: [Self.jpeg, ("Cache-Control", "max-age=0, must-revalidate")], body: photo))
+            let (plain, strict) = (origin.url("/plain.jpg").absoluteString, origin.url("/strict.jpg").absoluteString)
+            try await Command.withTemporaryDirectory { directory in
+                let arguments = ["--allow-unsigned", "--allow-private-networks", "--cache-dir", directory.path]
+                try await serving(arguments) { server in
+                    #expect(try await server.get("/insecure/w:80/plain/" + plain).status == 200)
+                    #expect(try await server.get("/insecure/w:80/plain/" + strict).status == 200)
+                    await origin.stop()
+                    let stored = try await server.get("/insecure/w:60/plain/" + plain)
+                    #expect(stored.status == 200, "\(stored.text)")
+                    #expect(try decoded(stored).width == 60)
+                    #expect(try await server.get("/insecure/w:60/plain/" + strict).status == 502)
+                    #expect(server.printed.contains("the stored copy answers"))
+                }
+                try await serving(arguments + ["--stale-when-unreachable", "0"]) { server in
+                    let refused = try await server.get("/insecure/w:50/plain/" + plain)
+                    #expect(refused.status == 502)
+                }
+            }
+        }
+
+        @Test(
+            "Cache-Control passed through says what remains of the source's freshness: max-age less Age and time kept")
+        func passedThroughFreshness() async throws {
+            let origin = try await TestOrigin.start()
+            defer { Task { await origin.stop() } }
+            origin.serve(
+                "/aged.jpg",
+                .init(
+                    headers: [Self.jpeg, ("Cache-Control", "public, max-age=1000, s-maxage=2000"), ("Age", "400")],
+                    body: TestAssets.bytes("jpeg-800x600.jpg")))
+            try await serving(["--allow-unsigned", "--allow-private-networks", "--cache-control-passthrough"]) {
+                server in
+                let answer = try await server.get("/insecure/w:50/plain/" + origin.url("/aged.jpg").absoluteString)
+                let control = try #require(answer.header("Cache-Control"))
+                let maxAge = try #require(Int(control.firstMatch(of: /(?:^|[ ,])max-age=(\d+)/)?.output.1 ?? ""))
+                let shared = try #require(Int(control.firstMatch(of: /s-maxage=(\d+)/)?.output.1 ?? ""))
+                // 1000 - 400, less the seconds this test took (a few at most, even instrumented).
+                #expect((540...600).contains(maxAge) && shared == maxAge + 1000, "\(control)")
+                #expect(control.hasPrefix("public"))
+            }
+        }
     }
 }

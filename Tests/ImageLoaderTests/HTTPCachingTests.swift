@@ -430,6 +430,59 @@ struct HTTPCachingTests {
     }
 
     @Test(
+        "an unreachable origin: a stored copy answers within staleWhenUnreachable, unless must-revalidate or no-cache",
+        arguments: CachePath.allCases)
+    func staleWhenUnreachable(_ path: CachePath) async throws {
+        let origin = try await TestOrigin.start()
+        let harness = LoaderHarness()
+        // No stale-if-error anywhere: only the loader's setting can allow these.
+        for (name, control) in [
+            ("plain", "max-age=10"), ("must", "max-age=10, must-revalidate"), ("nocache", "no-cache"),
+        ] {
+            origin.serve(
+                "/\(name).png",
+                .init(headers: [Self.png, ("Cache-Control", control), ("ETag", "\"e\"")], body: TestImages.png))
+        }
+        // A gateway in front of a dead server: its 503 says the same as a refused connection.
+        origin.route("/gateway.png") { _, count in
+            count == 1
+                ? .init(headers: [Self.png, ("Cache-Control", "max-age=10")], body: TestImages.png) : .init(status: 503)
+        }
+        // Whatever fails below, the loaders are shut down.
+        do {
+            let loader = try harness.loader {
+                $0.http.connectTimeout = .seconds(1)
+                $0.staleWhenUnreachable = 100
+            }
+            let strict = try harness.loader { $0.http.connectTimeout = .seconds(1) }
+            for name in ["plain", "must", "nocache", "gateway"] {
+                _ = try await path.fetch(loader, origin.url("/\(name).png"))
+            }
+            _ = try await path.fetch(strict, origin.url("/plain.png"))
+            harness.clock.advance(by: 50)
+            let gateway = try await path.fetch(loader, origin.url("/gateway.png"))
+            #expect(gateway.freshness == .staleIfError && gateway.matches(TestImages.png))
+            await origin.stop()
+
+            let stale = try await path.fetch(loader, origin.url("/plain.png"))
+            #expect(stale.freshness == .staleIfError && stale.matches(TestImages.png))
+            for name in ["must", "nocache"] {
+                await #expect(throws: ImageLoadingError.self, "\(name)") {
+                    try await path.fetch(loader, origin.url("/\(name).png"))
+                }
+            }
+            // Without the setting: the error, as before.
+            await #expect(throws: ImageLoadingError.self) { try await path.fetch(strict, origin.url("/plain.png")) }
+            // Past the window (10 s of freshness, 100 more): the error.
+            harness.clock.advance(by: 100)
+            await #expect(throws: ImageLoadingError.self) { try await path.fetch(loader, origin.url("/plain.png")) }
+        } catch {
+            Issue.record("\(error)")
+        }
+        await harness.cleanUp()
+    }
+
+    @Test(
         "immutable is not revalidated while fresh, even when a revalidation is asked for", arguments: CachePath.allCases
     )
     func immutable(_ path: CachePath) async throws {

@@ -4,9 +4,9 @@ import RasterImage
 /// The Cache-Control directives a private cache acts on (RFC 9111 §5.2, RFC 5861,
 /// RFC 8246), parsed leniently: names are case-insensitive, values may be quoted,
 /// unknown directives are ignored, and a malformed `max-age` marks the response stale.
-struct CacheControl: Equatable, Sendable {
+package struct CacheControl: Equatable, Sendable {
     /// Seconds; `.some(0)` also stands for a `max-age` that could not be read.
-    var maxAge: Int?
+    package var maxAge: Int?
     var noStore = false
     var noCache = false
     var mustRevalidate = false
@@ -14,7 +14,7 @@ struct CacheControl: Equatable, Sendable {
     var staleWhileRevalidate: Int?
     var staleIfError: Int?
 
-    init(headerValues: [String]) {
+    package init(headerValues: [String]) {
         var seenMaxAge = false
         for value in headerValues {
             for directive in CacheControl.split(value) {

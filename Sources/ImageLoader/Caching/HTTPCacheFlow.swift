@@ -315,11 +315,24 @@ struct HTTPCacheFlow<Maker: CachedProductMaking>: Sendable {
     {
         let status = response?.status
         let serverFailure = status.map { [500, 502, 503, 504].contains($0) } ?? true
-        if var cached, serverFailure, cachePolicy != .reload,
-            policy.evaluate(cached.response, now: context.now).mayServeOnError,
-            let product = try await product(of: &cached)
-        {
-            return .staleIfError(product, cached, error)
+        if var cached, serverFailure, cachePolicy != .reload {
+            let evaluation = policy.evaluate(cached.response, now: context.now)
+            // The origin could not be reached (a gateway's 502-504 says the same of the
+            // server behind it): a disconnected cache may answer from what it holds.
+            let unreachable = status.map { [502, 503, 504].contains($0) } ?? error.isUnreachable
+            if evaluation.mayServeOnError
+                || (unreachable
+                    && policy.mayServeWhenUnreachable(evaluation, within: context.configuration.staleWhenUnreachable)),
+                let product = try await product(of: &cached)
+            {
+                context.logger.notice(
+                    "origin failed: the stored copy answers",
+                    metadata: [
+                        "url": "\(urlText)", "error": "\(error)",
+                        "stale": "\(Int(evaluation.age - evaluation.lifetime)) s",
+                    ])
+                return .staleIfError(product, cached, error)
+            }
         }
         if remembers, let response, let status, status >= 400, let disk = context.diskCache {
             let control = CacheControl(headerValues: response.headers.values(named: "Cache-Control"))
@@ -343,6 +356,15 @@ struct HTTPCacheFlow<Maker: CachedProductMaking>: Sendable {
 }
 
 extension ImageLoadingError {
+    /// Whether the origin could not be reached: no connection, no answer in time, a
+    /// broken answer, or an object store's credentials could not be had.
+    var isUnreachable: Bool {
+        switch reason {
+        case .network, .cannotConnect, .timeout, .invalidResponse, .credentials: true
+        default: false
+        }
+    }
+
     /// Whether the bytes were at fault (not the network, not a cancellation).
     var isDecodingFailure: Bool {
         if case .decoding = reason { return true }

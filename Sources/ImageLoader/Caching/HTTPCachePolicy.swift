@@ -76,6 +76,8 @@ struct HTTPCachePolicy: Sendable {
         var mayServeOnError: Bool
         /// Fresh and immutable: not revalidated even when a revalidation is asked for.
         var isImmutable: Bool
+        /// `must-revalidate` or `no-cache`: never used stale, whatever happens to the origin.
+        var forbidsStale = false
         var age: TimeInterval
         var lifetime: TimeInterval
     }
@@ -99,8 +101,16 @@ struct HTTPCachePolicy: Sendable {
             mayServeWhileRevalidating: !fresh && staleAllowed
                 && control.staleWhileRevalidate.map { staleness < TimeInterval($0) } ?? false,
             mayServeOnError: staleAllowed && control.staleIfError.map { staleness < TimeInterval($0) } ?? false,
-            isImmutable: fresh && control.immutable,
+            isImmutable: fresh && control.immutable, forbidsStale: !staleAllowed,
             age: age, lifetime: lifetime)
+    }
+
+    /// Whether a stored response may answer while its origin cannot be reached: stale
+    /// by less than `window` past its freshness, and not forbidden to be used stale.
+    func mayServeWhenUnreachable(_ evaluation: Evaluation, within window: TimeInterval?) -> Bool {
+        guard useServerCachePolicy else { return true }
+        guard let window, !evaluation.forbidsStale else { return false }
+        return evaluation.age - evaluation.lifetime < window
     }
 
     /// Whether a stored response answers a request with these header values (Vary).

@@ -152,17 +152,39 @@ indirect enum ClientCaching: Sendable, Hashable, Codable {
     case verbatim(String)
     /// `max-age=N, public`, or `no-cache` for 0.
     case maxAge(Int)
+    /// The source's own `Cache-Control`, its `max-age` and `s-maxage` less the time since
+    /// `since` (when the source's response was as old as 0: its `Age`, and the time its
+    /// copy has been kept, already counted).
+    case aged(String, since: Date)
 
     /// The `Cache-Control` value at `now`.
     func value(at now: Date) -> String {
         switch self {
         case .verbatim(let text): return text
         case .maxAge(let seconds): return seconds > 0 ? "max-age=\(seconds), public" : "no-cache"
+        case .aged(let text, let since):
+            let elapsed = max(0, Int(now.timeIntervalSince(since).rounded(.down)))
+            return ClientCaching.lessAge(text, elapsed)
         case .until(let date, let cap, let otherwise):
             let left = date.timeIntervalSince(now)
             let seconds = left >= Double(Int.max) ? cap : min(cap, max(0, Int(left.rounded(.down))))
             return seconds > 0 ? "max-age=\(seconds), public" : otherwise.value(at: now)
         }
+    }
+}
+
+extension ClientCaching {
+    /// `text` with the seconds of each `max-age` and `s-maxage` directive lowered by
+    /// `age` (at least 0); the other directives as they are.
+    static func lessAge(_ text: String, _ age: Int) -> String {
+        text.split(separator: ",", omittingEmptySubsequences: false).map { part in
+            let directive = part.trimmingCharacters(in: .whitespaces)
+            let pieces = directive.split(separator: "=", maxSplits: 1).map { String($0) }
+            guard pieces.count == 2, ["max-age", "s-maxage"].contains(pieces[0].lowercased()),
+                let seconds = Int(pieces[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"")))
+            else { return directive }
+            return "\(pieces[0])=\(max(0, seconds - max(0, age)))"
+        }.joined(separator: ", ")
     }
 }
 

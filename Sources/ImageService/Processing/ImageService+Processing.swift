@@ -281,7 +281,14 @@ extension ImageService {
         var rule = ClientCaching.maxAge(ttl)
         if configuration.cacheControlPassthrough {
             if let control = source.cacheControl, !control.isEmpty {
-                rule = .verbatim(control)
+                // What remains of the source's freshness, not the number first received:
+                // its max-age less its Age and the time the copy has been kept.
+                let maxAge = CacheControl(headerValues: [control]).maxAge
+                if let maxAge, let left = source.freshFor {
+                    rule = .aged(control, since: Date().addingTimeInterval(left - TimeInterval(maxAge)))
+                } else {
+                    rule = .verbatim(control)
+                }
             } else if let date = source.expires.flatMap(HTTPDate.parse) {
                 rule = .until(date, cap: .max, otherwise: rule)
             }
