@@ -47,9 +47,9 @@ if ! $engine image exists "$base" 2>/dev/null && ! timeout 60 $engine pull -q "$
     echo "build.sh: no registry answers; making $base with mmdebstrap"
     command -v mmdebstrap >/dev/null || apt_install mmdebstrap
     mmdebstrap --variant=minbase --quiet --include=ca-certificates \
-      --dpkg-opt='path-exclude=/usr/share/doc/*' --dpkg-opt='path-exclude=/usr/share/man/*' \
-      --dpkg-opt='path-exclude=/usr/share/locale/*' --dpkg-opt='path-include=/usr/share/locale/locale.alias' \
-      --dpkg-opt='path-exclude=/usr/share/info/*' \
+      --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+      --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
+      --dpkgopt='path-exclude=/usr/share/info/*' \
       bookworm "$context/base.tar"
     $engine import --change 'CMD ["bash"]' "$context/base.tar" "$base" >/dev/null
     rm -f "$context/base.tar"
