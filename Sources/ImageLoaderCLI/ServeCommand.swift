@@ -240,6 +240,22 @@ struct ServeCommand: AsyncParsableCommand {
             """)
     var logFormat: String?
 
+    @Flag(
+        help: """
+            Send each request's trace over OTLP: a server span (a child of the caller's traceparent) with the \
+            source's fetch, the decode, the processing and the encode; OTEL_EXPORTER_OTLP_ENDPOINT, \
+            OTEL_EXPORTER_OTLP_PROTOCOL (grpc or http/protobuf), OTEL_SERVICE_NAME configure it \
+            (IMGPROXY_OPEN_TELEMETRY_ENABLE).
+            """)
+    var openTelemetry = false
+
+    @Flag(
+        help: "Send the metrics over OTLP too, beside /metrics (IMGPROXY_OPEN_TELEMETRY_ENABLE_METRICS).")
+    var openTelemetryMetrics = false
+
+    @Option(help: "A prefix of every metric's name in /metrics, NAMESPACE_name (IMGPROXY_PROMETHEUS_NAMESPACE).")
+    var prometheusNamespace: String?
+
     @Option(
         help: """
             Seconds /health answers 503 after SIGTERM while requests are still served, before the listener \
@@ -564,8 +580,12 @@ struct ServeCommand: AsyncParsableCommand {
         let level = Logger.Level(rawValue: settings.logLevel) ?? .info
         let format = settings.logFormat
         LoggingSystem.bootstrap { label in format.handler(label: label, level: level) }
-        let registry = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        let namespace = prometheusNamespace ?? environment.text("IMGPROXY_PROMETHEUS_NAMESPACE")
+        let observability = try ServeObservability.bootstrap(
+            traces: openTelemetry || environment.flag("IMGPROXY_OPEN_TELEMETRY_ENABLE") == true,
+            metrics: openTelemetryMetrics || environment.flag("IMGPROXY_OPEN_TELEMETRY_ENABLE_METRICS") == true,
+            namespace: namespace, environment: environment.values)
+        let registry = observability.registry
         let logger = Logger(label: "imageloader.serve")
         let unsupported = Self.unsupportedVariables(ProcessInfo.processInfo.environment)
         if !unsupported.isEmpty {
@@ -651,6 +671,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         configuration.watermarkOpacity = settings.watermarkOpacity
         configuration.logger = logger
+        configuration.tracesRequests = observability.tracesRequests
         if let cacheDir { configuration.loader.cacheDirectory = cacheDir }
         if diskCacheMB == 0 { configuration.loader.cacheDirectory = nil }
         configuration.loader.diskCacheMaxBytes = diskCacheMB << 20
@@ -682,9 +703,12 @@ struct ServeCommand: AsyncParsableCommand {
                 if format == .pretty { Terminal.line(line) } else { logger.notice("\(line)") }
             },
             logger: Logger(label: "imageloader.http"))
-        var services: [any Service] = [
-            service, Listener(server: app, address: "\(host):\(port)", option: "--port (0 picks a free one) or --host"),
-        ]
+        // The exporters first: they stop last, once the servers have sent their last spans.
+        var services: [any Service] =
+            observability.services + [
+                service,
+                Listener(server: app, address: "\(host):\(port)", option: "--port (0 picks a free one) or --host"),
+            ]
         if let bind = settings.metricsBind {
             // /metrics alone, on an address scrapers reach and clients do not.
             let metricsRouter = Router()

@@ -50,6 +50,19 @@ extension ImageService {
         /// Send the source's own `Cache-Control` (or its `Expires` as a `max-age`)
         /// instead of ``ttl`` when it has one (imgproxy's `IMGPROXY_CACHE_CONTROL_PASSTHROUGH`).
         public var cacheControlPassthrough = false
+        /// Whether each request is traced through swift-distributed-tracing's global tracer
+        /// (bootstrap `InstrumentationSystem` first, with swift-otel's or another): a server
+        /// span per request, a child of the caller's (W3C `traceparent` and whatever the
+        /// tracer's propagators read), with spans for the result bucket, the source's fetch
+        /// (its cache outcome), the decode, the processing and the encode. Work shared by
+        /// several identical requests is traced under the first. Off by default: the
+        /// spans' attributes cost time even with no tracer.
+        ///
+        /// ```swift
+        /// InstrumentationSystem.bootstrap(tracer)
+        /// configuration.tracesRequests = true
+        /// ```
+        public var tracesRequests = false
         /// Seconds a source that states no freshness (a local file, a response without
         /// `max-age` or `Expires`, an object in a bucket) is taken as fresh: how long the
         /// result cache keeps what is made from it, and the disk cache its bytes, without

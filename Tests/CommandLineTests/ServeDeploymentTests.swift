@@ -40,6 +40,12 @@ extension ServeCommandTests {
                 ])
             defer { optioned.kill() }
             #expect(try await optioned.get(Self.jpegURL).header("Cache-Control")?.contains("max-age=300") == true)
+            // imgproxy's namespace for the metrics' names.
+            let namespaced = try await ServedProcess.start(
+                ["--allow-unsigned"], environment: ["IMGPROXY_PROMETHEUS_NAMESPACE": "imgproxy"])
+            defer { namespaced.kill() }
+            #expect(try await namespaced.metric("imgproxy_imageservice_workers") >= 1)
+            #expect(try await namespaced.metric("imageservice_workers") == 0)
 
             // A value the option would not take stops the start, naming the variable.
             let refused = try await Command.run(
@@ -260,5 +266,130 @@ extension ServeCommandTests {
                 }
             }
         }
+    }
+}
+
+/// scripts/otlp-receiver.py, an OTLP receiver (HTTP and gRPC) decoding what it receives
+/// with opentelemetry-proto, in scripts/deploy-tools.sh's virtual environment.
+final class OTLPReceiver: Sendable {
+    let process: Process
+    let ports: (http: Int, grpc: Int)
+    private let output: OutputBuffer
+    private let input: Pipe
+
+    static func start() async throws -> OTLPReceiver {
+        let python = Command.repository.appendingPathComponent(".build/deploy-venv/bin/python")
+        guard FileManager.default.isExecutableFile(atPath: python.path) else {
+            throw ServeFailure(description: "the deploy tools are missing: run bash scripts/deploy-tools.sh install")
+        }
+        let process = Process()
+        process.executableURL = python
+        process.arguments = [Command.repository.appendingPathComponent("scripts/otlp-receiver.py").path]
+        let (input, pipe, output) = (Pipe(), Pipe(), OutputBuffer())
+        process.standardInput = input
+        process.standardOutput = pipe
+        try process.run()
+        let handle = pipe.fileHandleForReading
+        Thread.detachNewThread {
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                output.append(data)
+            }
+        }
+        var ready: (Int, Int)?
+        try await waitUntil("the OTLP receiver listens") {
+            guard let line = output.text.split(separator: "\n").first(where: { $0.hasPrefix("READY ") }),
+                let object = try JSONSerialization.jsonObject(with: Data(line.dropFirst(6).utf8)) as? [String: Int],
+                let http = object["http"], let grpc = object["grpc"]
+            else { return !process.isRunning }
+            ready = (http, grpc)
+            return true
+        }
+        guard let ready else { throw ServeFailure(description: "the OTLP receiver did not start: \(output.text)") }
+        return OTLPReceiver(process: process, ports: ready, output: output, input: input)
+    }
+
+    private init(process: Process, ports: (Int, Int), output: OutputBuffer, input: Pipe) {
+        self.process = process
+        self.ports = (ports.0, ports.1)
+        self.output = output
+        self.input = input
+    }
+
+    /// The spans received so far, each as the receiver printed it.
+    var spans: [[String: Any]] {
+        output.text.split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["span"] as? [String: Any]
+        }
+    }
+
+    /// The names of the metrics received so far.
+    var metrics: Set<String> {
+        Set(
+            output.text.split(separator: "\n").compactMap { line in
+                ((try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["metric"]
+                    as? [String: Any])?["name"] as? String
+            })
+    }
+
+    func stop() {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+}
+
+extension ServeCommandTests.Deployment {
+    @Test(
+        "IMGPROXY_OPEN_TELEMETRY_ENABLE: each request's spans reach an OTLP receiver over gRPC and HTTP, under the caller's traceparent",
+        arguments: ["grpc", "http/protobuf"])
+    func traces(_ protocolName: String) async throws {
+        let receiver = try await OTLPReceiver.start()
+        defer { receiver.stop() }
+        let port = protocolName == "grpc" ? receiver.ports.grpc : receiver.ports.http
+        let server = try await ServedProcess.start(
+            ["--allow-unsigned", "--local-root", Self.images],
+            environment: [
+                "IMGPROXY_OPEN_TELEMETRY_ENABLE": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:\(port)",
+                "OTEL_EXPORTER_OTLP_PROTOCOL": protocolName, "OTEL_SERVICE_NAME": "imageloader-test",
+                "OTEL_BSP_SCHEDULE_DELAY": "100", "IMGPROXY_OPEN_TELEMETRY_ENABLE_METRICS": "true",
+                "OTEL_METRIC_EXPORT_INTERVAL": "200",
+            ])
+        defer { server.kill() }
+        func hex(_ count: Int) -> String {
+            (0..<count).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.map {
+                $0.count == 1 ? "0" + $0 : $0
+            }.joined()
+        }
+        let (traceID, callerSpan) = (hex(16), hex(8))
+        let answer = try await server.get(Self.jpegURL, headers: [("traceparent", "00-\(traceID)-\(callerSpan)-01")])
+        #expect(answer.status == 200)
+        var spans: [[String: Any]] = []
+        try await waitUntil("the request's spans at the receiver") {
+            spans = receiver.spans.filter { $0["trace_id"] as? String == traceID }
+            return Set(spans.compactMap { $0["name"] as? String }).isSuperset(of: [
+                "source.fetch", "image.decode", "image.encode",
+            ]) && spans.contains { $0["kind"] as? String == "SPAN_KIND_SERVER" }
+        }
+        let serverSpan = try #require(spans.first { $0["kind"] as? String == "SPAN_KIND_SERVER" })
+        #expect(serverSpan["parent_span_id"] as? String == callerSpan, "\(serverSpan)")
+        #expect(
+            spans.allSatisfy {
+                $0["service"] as? String == "imageloader-test"
+                    && $0["via"] as? String == (protocolName == "grpc" ? "grpc" : "http")
+            })
+        let serverID = try #require(serverSpan["span_id"] as? String)
+        for name in ["source.fetch", "image.decode", "image.encode"] {
+            let span = try #require(spans.first { $0["name"] as? String == name })
+            #expect(span["parent_span_id"] as? String == serverID, "\(name): \(span)")
+        }
+        let fetch = try #require(spans.first { $0["name"] as? String == "source.fetch" })
+        #expect((fetch["attributes"] as? [String: Any])?["imageloader.source.cache"] as? String == "local")
+        // The metrics go the same way, beside /metrics.
+        try await waitUntil("the service's metrics at the receiver") {
+            receiver.metrics.contains("imageservice_requests_total")
+                && receiver.metrics.contains("imageservice_workers")
+        }
+        #expect(try await server.metric("imageservice_workers") >= 1)
     }
 }

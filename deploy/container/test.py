@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The container image's end-to-end test: run localhost/imageloader:latest as a deployment
-would (environment variables only, a read-only root file system, the cache on a tmpfs),
+would (environment variables only, a read-only root file system, the cache on a volume),
 and check that it runs as a non-root user, that its HEALTHCHECK and `imageloader health`
 pass, that every format (JPEG, PNG, GIF, WebP, TIFF, HEIC, AVIF, JPEG XL, SVG) becomes a
 thumbnail inside it (so every library opened at run time is in the image), that HEAD
@@ -100,11 +100,14 @@ def main():
     os.chmod(sources, 0o755)
     for entry in os.listdir(sources):
         os.chmod(os.path.join(sources, entry), 0o644)
+    # The disk cache on a folder of the user's own, as an emptyDir is in Kubernetes.
+    cache = tempfile.mkdtemp()
+    os.chown(cache, 10001, 10001) if os.geteuid() == 0 else os.chmod(cache, 0o777)
     port = free_port()
     name = f"imageloader-test-{os.getpid()}"
     sh(
         run, "run", "-d", "--name", name, "--network", "host", "--read-only",
-        "--tmpfs", "/var/cache/imageloader:rw,size=64m,mode=1777", "-v", f"{sources}:/images:ro",
+        "-v", f"{cache}:/var/cache/imageloader", "-v", f"{sources}:/images:ro",
         "-e", f"IMGPROXY_BIND=127.0.0.1:{port}", "-e", f"IMGPROXY_KEY={KEY}", "-e", f"IMGPROXY_SALT={SALT}",
         "-e", "IMGPROXY_LOCAL_FILESYSTEM_ROOT=/images", "-e", "IMGPROXY_LOG_FORMAT=json",
         "-e", "IMAGELOADER_DRAIN_DELAY=3", "-e", "IMGPROXY_GRACEFUL_STOP_TIMEOUT=10",
@@ -138,11 +141,11 @@ def main():
                     file.write(webp)
                 os.chmod(os.path.join(sources, "webp.webp"), 0o644)
                 source = "webp.webp"
-            status, headers, body = request(port, signed(f"/rs:fit:64:64/plain/local:///{source}@png"))
+            status, headers, body = request(port, signed(f"/rs:fit:32:32/plain/local:///{source}@png"))
             size = png_size(body) if status == 200 else None
             check(
-                size is not None and max(size) == 64,
-                f"{fmt} ({source}) becomes a 64 px PNG thumbnail: {status} {size} "
+                size is not None and max(size) == 32,
+                f"{fmt} ({source}) becomes a 32 px PNG thumbnail: {status} {size} "
                 + (body[:200].decode("utf-8", "replace") if status != 200 else ""),
             )
         # Results in the formats the service writes with libraries opened at run time.
@@ -177,6 +180,7 @@ def main():
             print(sh(run, "logs", name, check_status=False).stdout[-4000:])
         sh(run, "rm", "-f", name, check_status=False)
         shutil.rmtree(sources, ignore_errors=True)
+        shutil.rmtree(cache, ignore_errors=True)
     print(f"{len(failures)} failed" if failures else "container test passed")
     sys.exit(1 if failures else 0)
 

@@ -86,6 +86,8 @@ final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHandler {
             request.headerFields[.contentLength].map({ $0 == "0" }) ?? true
         else { return nil }
         let configuration = service.configuration
+        // Traced requests all go to the router, where each gets its server span.
+        guard !configuration.tracesRequests else { return nil }
         // What the router would refuse or answer for this user alone goes to the router.
         guard service.carriesSecret(request.headerFields[.authorization]), request.headerFields[.range] == nil,
             configuration.cookies == .none || request.headerFields[.cookie] == nil

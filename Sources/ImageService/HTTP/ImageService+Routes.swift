@@ -35,7 +35,10 @@ extension ImageService {
         to router: Router<Context>, metricsText: (@Sendable () -> String)? = nil
     ) {
         let prefix = configuration.pathPrefix
-        let group = router.group(RouterPath(prefix)).add(
+        var group = router.group(RouterPath(prefix))
+        // The server span outside the access log, so that the line is written inside it.
+        if configuration.tracesRequests { group = group.add(middleware: TracingMiddleware<Context>()) }
+        group = group.add(
             middleware: AccessLog<Context>(
                 logger: configuration.logger, metrics: metrics, allowOrigin: configuration.allowOrigin))
         // Every route a GET reaches answers HEAD as GET would, without the body.

@@ -7,6 +7,7 @@ import ImageLoaderSupport
 import Logging
 import RasterImage
 import ServiceLifecycle
+import Tracing
 
 extension ImageService {
     /// The answer to `GET {path}`, a processing URL, with the request's `Accept` and
@@ -75,13 +76,17 @@ extension ImageService {
         _ url: ProcessingURL, _ allowed: SourcePolicy.Allowed, _ key: ResultKey, _ requestKey: RequestKey?,
         _ conditions: Conditions, features: ClientFeatures
     ) async throws -> ProcessingOutcome {
+        // The shared run's spans are children of the request that started it.
+        let trace = configuration.tracesRequests ? InstrumentationContext.current : nil
         func run(_ conditions: Conditions, makesImage: Bool) async throws -> ProcessingOutcome {
             try await shared.value(
                 for: ProcessingKey(result: key, makesImage: makesImage), product: nil,
                 priority: PriorityHandle(.normal)
             ) { run in
-                try await self.admitted(run.priority) {
-                    try await self.produce(url, allowed, key, requestKey, conditions, features: features)
+                try await InstrumentationContext.$current.withValue(trace) {
+                    try await self.admitted(run.priority) {
+                        try await self.produce(url, allowed, key, requestKey, conditions, features: features)
+                    }
                 }
             }.value
         }
@@ -114,7 +119,12 @@ extension ImageService {
         let now = Date()
         // A result another instance (or this one, before a restart) made and put in the bucket.
         if let storage, let requestKey {
-            if let stored = await storage.read(requestKey, now: now) {
+            let found = await traced("result_storage.read") { span in
+                let stored = await storage.read(requestKey, now: now)
+                span?.attributes["imageloader.result_storage.hit"] = stored != nil
+                return stored
+            }
+            if let stored = found {
                 metrics.resultStorage("hit")
                 results?.insert(stored, for: requestKey)
                 var answer = stored
@@ -128,8 +138,13 @@ extension ImageService {
         // The fallback image's status, when it stands in for the source.
         var fallbackStatus: Int?
         do {
-            source = try await metrics.timingFetch {
-                try await fetch(allowed, conditions: conditions, cookie: key.cookie)
+            source = try await traced("source.fetch") { span in
+                let fetched = try await metrics.timingFetch {
+                    try await fetch(allowed, conditions: conditions, cookie: key.cookie)
+                }
+                span?.attributes["imageloader.source.cache"] = fetched.tier
+                span?.attributes["imageloader.source.bytes"] = fetched.bytes.count
+                return fetched
             }
         } catch let error as ImageLoadingError {
             if case .notModified(let headers) = error.reason {
@@ -231,8 +246,11 @@ extension ImageService {
         }
         if let storage, let requestKey, fallbackStatus == nil, result.meta.keepUntil > now {
             let metrics = self.metrics
+            let span = startedSpan("result_storage.write")
             storage.write(result, for: requestKey) { stored in
                 metrics.resultStorage(stored ? "write" : "write_failure")
+                if !stored { span?.setStatus(SpanStatus(code: .error)) }
+                span?.end()
             }
         }
         return .processed(result)
@@ -340,7 +358,7 @@ extension ImageService {
         decodingLimits.maxPixelsPerFrame = min(decodingLimits.maxPixelsPerFrame, limits.maxSourcePixels)
         let processor = RequestProcessor(
             options: options, limits: limits, decodingLimits: decodingLimits, exif: exif, format: format,
-            encoders: encoders, shrinkOnLoad: configuration.shrinkOnLoad, watermark: watermark)
+            encoders: encoders, shrinkOnLoad: configuration.shrinkOnLoad, watermark: watermark, spans: workerSpans)
         let outcome: Result<RequestProcessor.Encoded, ServiceError>
         do {
             outcome = try await loader.processing(bytes, declaredContentType: contentType) { decoder in

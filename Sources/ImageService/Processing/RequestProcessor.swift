@@ -19,22 +19,32 @@ struct RequestProcessor: Sendable {
     let encoders: ResultEncoders
     let shrinkOnLoad: ThumbnailOptions.ShrinkOnLoad
     let watermark: WatermarkImage?
+    /// The decode's, the processing's and the encode's spans.
+    var spans = WorkerSpans(context: nil)
 
     /// The encoded result of `bytes` and its format: one decode, which reads the
     /// header and makes its decision (``decision(for:)``), then the general path's steps,
     /// then the encoder.
     func encoded(_ bytes: [UInt8], decoder: any ImageDecoding) throws -> Encoded {
         var choice: Decision?
-        let decoded = try decoder.thumbnail(.bytes(bytes), limits: decodingLimits) { info in
-            let chosen = try self.decision(for: info)
-            choice = chosen
-            return chosen.decode
+        // The decode shrinks while it loads (the thumbnail's resize, when the options ask
+        // for no other step).
+        let decoded = try spans.run("image.decode") {
+            try decoder.thumbnail(.bytes(bytes), limits: decodingLimits) { info in
+                let chosen = try self.decision(for: info)
+                choice = chosen
+                return chosen.decode
+            }
         }
         guard let choice else { throw ServiceError(status: 500, "the decoder did not read the header") }
-        let image = try choice.general.map { try $0.processor.finish(decoded, $0.planned) } ?? decoded
-        return Encoded(
-            bytes: try ResultEncoders.encode(image, as: choice.output, maxBytes: options.maxBytes),
-            format: choice.format, origin: choice.origin, result: (image.width, image.height))
+        let image =
+            try choice.general.map { general in
+                try spans.run("image.process") { try general.processor.finish(decoded, general.planned) }
+            } ?? decoded
+        let bytes = try spans.run("image.encode") {
+            try ResultEncoders.encode(image, as: choice.output, maxBytes: options.maxBytes)
+        }
+        return Encoded(bytes: bytes, format: choice.format, origin: choice.origin, result: (image.width, image.height))
     }
 
     /// The decision for a source with this header; throws 413 past the pixel limit.
