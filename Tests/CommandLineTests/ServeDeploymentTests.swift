@@ -285,18 +285,11 @@ final class OTLPReceiver: Sendable {
         let process = Process()
         process.executableURL = python
         process.arguments = [Command.repository.appendingPathComponent("scripts/otlp-receiver.py").path]
-        let (input, pipe, output) = (Pipe(), Pipe(), OutputBuffer())
+        let (input, pipe) = (Pipe(), Pipe())
         process.standardInput = input
         process.standardOutput = pipe
         try process.run()
-        let handle = pipe.fileHandleForReading
-        Thread.detachNewThread {
-            while true {
-                let data = handle.availableData
-                if data.isEmpty { break }
-                output.append(data)
-            }
-        }
+        let output = OutputBuffer.draining(pipe)
         var ready: (Int, Int)?
         try await waitUntil("the OTLP receiver listens") {
             guard let line = output.text.split(separator: "\n").first(where: { $0.hasPrefix("READY ") }),

@@ -60,16 +60,8 @@ final class ServedProcess: Sendable {
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
-        let output = OutputBuffer()
         try process.run()
-        let handle = pipe.fileHandleForReading
-        Thread.detachNewThread {
-            while true {
-                let data = handle.availableData
-                if data.isEmpty { break }
-                output.append(data)
-            }
-        }
+        let output = OutputBuffer.draining(pipe)
         // (Only a process that never starts should reach this: with the whole suite beside
         // it on two cores, a start took more than 30 s once; under the sanitizers longer.)
         let deadline = ContinuousClock.now + .seconds(120 * testTimeScale)
@@ -171,6 +163,21 @@ struct ServeFailure: Error, CustomStringConvertible {
 
 /// What the process printed, appended from the reading thread.
 final class OutputBuffer: @unchecked Sendable {
+    /// A buffer filled from `pipe` on a thread of its own until the pipe closes, so that
+    /// a full pipe never blocks the process writing to it.
+    static func draining(_ pipe: Pipe) -> OutputBuffer {
+        let output = OutputBuffer()
+        let handle = pipe.fileHandleForReading
+        Thread.detachNewThread {
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                output.append(data)
+            }
+        }
+        return output
+    }
+
     // Safe: `printed` is only touched with `lock` held.
     private let lock = NSLock()
     private var printed = ""
