@@ -153,6 +153,22 @@ struct ResponseRulesTests {
         #expect(ClientCaching.verbatim("max-age=1234, public").value(at: now) == "max-age=1234, public")
     }
 
+    @Test("a passed-through Cache-Control ages: max-age and s-maxage lose the time since, other directives stay; any size")
+    func agedCaching() {
+        let now = Date(timeIntervalSince1970: 1_000_000)
+        let since = now.addingTimeInterval(-400)
+        #expect(
+            ClientCaching.aged("public, max-age=1000, s-maxage=2000, stale-if-error=60", since: since).value(at: now)
+                == "public, max-age=600, s-maxage=1600, stale-if-error=60")
+        #expect(ClientCaching.aged("max-age=100", since: since).value(at: now) == "max-age=0")
+        // Values from an origin, however large or small, never trap.
+        #expect(ClientCaching.aged("max-age=-9223372036854775808", since: since).value(at: now) == "max-age=0")
+        #expect(
+            ClientCaching.aged("max-age=9223372036854775807", since: .distantPast).value(at: now)
+                == "max-age=\(Int.max - Int(Int32.max))")
+        #expect(ClientCaching.aged("max-age=\"50\", no-transform", since: now).value(at: now) == "max-age=50, no-transform")
+    }
+
     @Test("If-None-Match: any listed tag, weak or strong, or *")
     func ifNoneMatch() {
         let tag = "\"abc\""

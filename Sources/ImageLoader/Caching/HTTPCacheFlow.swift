@@ -329,7 +329,8 @@ struct HTTPCacheFlow<Maker: CachedProductMaking>: Sendable {
                     "origin failed: the stored copy answers",
                     metadata: [
                         "url": "\(urlText)", "error": "\(error)",
-                        "stale": "\(Int(evaluation.age - evaluation.lifetime)) s",
+                        // As text: the lifetime is infinite when the server's rules are not followed.
+                        "stale_seconds": "\((evaluation.age - evaluation.lifetime).rounded())",
                     ])
                 return .staleIfError(product, cached, error)
             }

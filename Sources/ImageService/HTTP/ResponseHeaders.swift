@@ -163,7 +163,8 @@ indirect enum ClientCaching: Sendable, Hashable, Codable {
         case .verbatim(let text): return text
         case .maxAge(let seconds): return seconds > 0 ? "max-age=\(seconds), public" : "no-cache"
         case .aged(let text, let since):
-            let elapsed = max(0, Int(now.timeIntervalSince(since).rounded(.down)))
+            // Clamped before it becomes a whole number: the source's max-age may be any size.
+            let elapsed = Int(max(0, min(Double(Int32.max), now.timeIntervalSince(since))).rounded(.down))
             return ClientCaching.lessAge(text, elapsed)
         case .until(let date, let cap, let otherwise):
             let left = date.timeIntervalSince(now)
@@ -183,7 +184,8 @@ extension ClientCaching {
             guard pieces.count == 2, ["max-age", "s-maxage"].contains(pieces[0].lowercased()),
                 let seconds = Int(pieces[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"")))
             else { return directive }
-            return "\(pieces[0])=\(max(0, seconds - max(0, age)))"
+            let (left, overflow) = seconds.subtractingReportingOverflow(max(0, age))
+            return "\(pieces[0])=\(overflow ? 0 : max(0, left))"
         }.joined(separator: ", ")
     }
 }
