@@ -153,7 +153,9 @@ struct ResponseRulesTests {
         #expect(ClientCaching.verbatim("max-age=1234, public").value(at: now) == "max-age=1234, public")
     }
 
-    @Test("a passed-through Cache-Control ages: max-age and s-maxage lose the time since, other directives stay; any size")
+    @Test(
+        "a passed-through Cache-Control ages: max-age and s-maxage lose the time since, other directives stay; any size"
+    )
     func agedCaching() {
         let now = Date(timeIntervalSince1970: 1_000_000)
         let since = now.addingTimeInterval(-400)
@@ -166,7 +168,8 @@ struct ResponseRulesTests {
         #expect(
             ClientCaching.aged("max-age=9223372036854775807", since: .distantPast).value(at: now)
                 == "max-age=\(Int.max - Int(Int32.max))")
-        #expect(ClientCaching.aged("max-age=\"50\", no-transform", since: now).value(at: now) == "max-age=50, no-transform")
+        #expect(
+            ClientCaching.aged("max-age=\"50\", no-transform", since: now).value(at: now) == "max-age=50, no-transform")
     }
 
     @Test("If-None-Match: any listed tag, weak or strong, or *")
