@@ -580,6 +580,9 @@ struct ServeCommand: AsyncParsableCommand {
         let level = Logger.Level(rawValue: settings.logLevel) ?? .info
         let format = settings.logFormat
         LoggingSystem.bootstrap { label in format.handler(label: label, level: level) }
+        // Before any thread that allocates is started (the exporters' among them): glibc
+        // fixes its arena cap once it has made eight arenas.
+        let keepsBuffers = MemoryAllocator.keepImageBuffers()
         let namespace = prometheusNamespace ?? environment.text("IMGPROXY_PROMETHEUS_NAMESPACE")
         let observability = try ServeObservability.bootstrap(
             traces: openTelemetry || environment.flag("IMGPROXY_OPEN_TELEMETRY_ENABLE") == true,
@@ -603,7 +606,6 @@ struct ServeCommand: AsyncParsableCommand {
                 "fileDescriptors": "\(descriptors.now)", "raisedFrom": "\(descriptors.before)",
                 "maxConnections": "\(connections)",
             ])
-        let keepsBuffers = MemoryAllocator.keepImageBuffers()
         logger.debug("malloc", metadata: ["keepsImageBuffers": "\(keepsBuffers)"])
 
         var configuration = ImageService.Configuration()
