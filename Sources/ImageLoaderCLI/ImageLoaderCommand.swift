@@ -23,7 +23,7 @@ struct ImageLoaderCommand: AsyncParsableCommand {
     /// gives (``ServeEnvironment``) added after those on the command line.
     static func arguments(_ given: [String], environment: [String: String]) throws -> [String] {
         guard let command = given.first, command == "serve" || command == "health" else { return given }
-        var settings = ServeEnvironment.settings(of: ServeCommand.self)
+        var settings = ServeEnvironment.serve
         if command == "health" {
             // health shares serve's address and prefix, and reads nothing else of serve's.
             let own = Set(ServeEnvironment.settings(of: HealthCommand.self).map(\.name))

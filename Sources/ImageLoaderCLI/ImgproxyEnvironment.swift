@@ -44,10 +44,16 @@ struct ImgproxyEnvironment {
     /// `true`, `false`, `1`, `0` (as Go's `strconv.ParseBool` takes them).
     func flag(_ name: String) throws -> Bool? {
         guard let value = text(name) else { return nil }
-        switch value.lowercased() {
-        case "1", "t", "true": return true
-        case "0", "f", "false": return false
-        default: throw ValidationError("\(name) must be true or false")
+        guard let on = Self.boolean(value) else { throw ValidationError("\(name) must be true or false") }
+        return on
+    }
+
+    /// `true`, `false`, `1`, `0`, `t`, `f`, in any case (as Go's `strconv.ParseBool`); nil otherwise.
+    static func boolean(_ text: String) -> Bool? {
+        switch text.lowercased() {
+        case "1", "t", "true": true
+        case "0", "f", "false": false
+        default: nil
         }
     }
 

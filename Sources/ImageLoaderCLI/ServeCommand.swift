@@ -529,7 +529,7 @@ struct ServeCommand: AsyncParsableCommand {
     static func unsupportedVariables(_ environment: [String: String]) -> [String] {
         let known = Set(
             imgproxyVariablesBesideOptions
-                + ServeEnvironment.settings(of: ServeCommand.self).flatMap(\.imgproxyVariables))
+                + ServeEnvironment.serve.flatMap(\.imgproxyVariables))
         return environment.keys.filter { $0.hasPrefix("IMGPROXY_") && !known.contains($0) }.sorted()
     }
 
@@ -573,7 +573,7 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         if settingsTable {
             return print(
-                ServeEnvironment.markdownTable(ServeEnvironment.settings(of: ServeCommand.self)), terminator: "")
+                ServeEnvironment.markdownTable(ServeEnvironment.serve), terminator: "")
         }
         let environment = ImgproxyEnvironment(ProcessInfo.processInfo.environment)
         let settings = try settings(environment)
@@ -638,18 +638,18 @@ struct ServeCommand: AsyncParsableCommand {
             limit: MemoryAllocator.controlGroupLimit(), cores: configuration.workers,
             maxSourceBytes: settings.maxSrcBytes, maxSourcePixels: settings.maxSrcPixels)
         configuration.workers = settings.workers ?? sizing.workers
+        configuration.resultCacheBytes = resultCacheMB.map { $0 << 20 } ?? sizing.resultCacheBytes
         if let limit = sizing.limit {
             logger.info(
                 "memory limit",
                 metadata: [
                     "limitMiB": "\(limit >> 20)", "workers": "\(configuration.workers)",
-                    "resultCacheMiB": "\((resultCacheMB.map { $0 << 20 } ?? sizing.resultCacheBytes) >> 20)",
+                    "resultCacheMiB": "\(configuration.resultCacheBytes >> 20)",
                 ])
         }
         configuration.fetchesAhead = fetchesAhead
         configuration.workerNiceness = workerNiceness
         configuration.queue = settings.queue
-        configuration.resultCacheBytes = resultCacheMB.map { $0 << 20 } ?? sizing.resultCacheBytes
         configuration.allowsUploads = allowUploads
         configuration.infoIncludesLocation = infoExifGps
         configuration.quality = settings.quality
@@ -733,9 +733,7 @@ struct ServeCommand: AsyncParsableCommand {
             services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }, logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = .milliseconds(Int(settings.gracefulStopTimeout * 1000))
         let group = ServiceGroup(configuration: groupConfiguration)
-        let stop = GracefulStop(
-            service: service, group: group, drainDelay: .milliseconds(Int(settings.drainDelay * 1000)),
-            logger: logger)
+        let stop = GracefulStop(service: service, group: group, drainSeconds: settings.drainDelay, logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             tasks.addTask { await stop.run() }
@@ -766,19 +764,16 @@ struct ServeCommand: AsyncParsableCommand {
 struct GracefulStop: Sendable {
     let service: ImageService
     let group: ServiceGroup
-    let drainDelay: Duration
+    /// The drain's length, as `--drain-delay` gives it (0 to 3600 seconds).
+    let drainSeconds: Double
     let logger: Logger
     private let asked = Lock(false)
 
-    init(service: ImageService, group: ServiceGroup, drainDelay: Duration, logger: Logger) {
+    init(service: ImageService, group: ServiceGroup, drainSeconds: Double, logger: Logger) {
         self.service = service
         self.group = group
-        self.drainDelay = drainDelay
+        self.drainSeconds = drainSeconds
         self.logger = logger
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     /// Whether a signal asked the process to stop.
@@ -792,7 +787,7 @@ struct GracefulStop: Sendable {
                     defer { asked = true }
                     return !asked
                 }
-                guard first, drainDelay > .zero else {
+                guard first, drainSeconds > 0 else {
                     logger.notice("stopping", metadata: ["signal": "\(signal)"])
                     await group.triggerGracefulShutdown()
                     continue
@@ -800,9 +795,10 @@ struct GracefulStop: Sendable {
                 service.startDraining()
                 logger.notice(
                     "draining: /health answers 503 until the listener closes",
-                    metadata: ["signal": "\(signal)", "seconds": .stringConvertible(Self.seconds(drainDelay))])
-                tasks.addTask { [group, drainDelay] in
-                    try? await Task.sleep(for: drainDelay)
+                    metadata: ["signal": "\(signal)", "seconds": .stringConvertible(drainSeconds)])
+                let delay = Duration.milliseconds(Int(drainSeconds * 1000))
+                tasks.addTask { [group] in
+                    try? await Task.sleep(for: delay)
                     await group.triggerGracefulShutdown()
                 }
             }

@@ -24,8 +24,6 @@ enum ServeEnvironment {
         let help: String
         /// The default ArgumentParser knows (options with an initial value).
         let defaultValue: String?
-        /// The title of the group it is listed under in `--help`.
-        let section: String?
 
         /// `IMAGELOADER_` and the name in capitals, dashes as underscores.
         var variable: String { "IMAGELOADER_" + name.uppercased().replacingOccurrences(of: "-", with: "_") }
@@ -33,6 +31,10 @@ enum ServeEnvironment {
         /// The `IMGPROXY_*` variables its help names (imgproxy's spelling of the same setting).
         var imgproxyVariables: [String] { ServeEnvironment.imgproxyNames(in: help) }
     }
+
+    /// `serve`'s options, described once per process (the start reads them for the
+    /// variables it adds and for the names it warns about).
+    static let serve = settings(of: ServeCommand.self)
 
     /// The options of `command` (not `--help`, `--version` nor `--experimental-*`).
     static func settings(of command: any ParsableArguments.Type) -> [Setting] {
@@ -48,8 +50,7 @@ enum ServeEnvironment {
             else { return nil }
             return Setting(
                 name: name, kind: argument.kind == "flag" ? .flag : .option, inverted: nil,
-                repeats: argument.isRepeating, help: argument.abstract ?? "", defaultValue: argument.defaultValue,
-                section: argument.sectionTitle)
+                repeats: argument.isRepeating, help: argument.abstract ?? "", defaultValue: argument.defaultValue)
         }
         // A flag with an inversion (`--auto-webp`, `--no-auto-webp`) is described as two:
         // one setting, whose false is the inversion.
@@ -59,7 +60,7 @@ enum ServeEnvironment {
             guard setting.kind == .flag, names.contains("no-" + setting.name) else { return setting }
             return Setting(
                 name: setting.name, kind: .flag, inverted: "no-" + setting.name, repeats: false, help: setting.help,
-                defaultValue: setting.defaultValue, section: setting.section)
+                defaultValue: setting.defaultValue)
         }
     }
 
@@ -80,11 +81,13 @@ enum ServeEnvironment {
             else { continue }
             switch setting.kind {
             case .flag:
-                switch raw.lowercased() {
-                case "1", "t", "true", "yes", "on": added.append("--" + setting.name)
-                case "0", "f", "false", "no", "off":
-                    if let inverted = setting.inverted { added.append("--" + inverted) }
-                default: throw ValidationError("\(setting.variable) must be true or false, not \(raw)")
+                guard let on = ImgproxyEnvironment.boolean(raw) else {
+                    throw ValidationError("\(setting.variable) must be true or false, not \(raw)")
+                }
+                if on {
+                    added.append("--" + setting.name)
+                } else if let inverted = setting.inverted {
+                    added.append("--" + inverted)
                 }
             case .option:
                 let values =
@@ -143,7 +146,6 @@ enum ServeEnvironment {
             let shouldDisplay: Bool?
             let abstract: String?
             let defaultValue: String?
-            let sectionTitle: String?
         }
         let command: Command
     }
