@@ -310,6 +310,13 @@ public final class ImageLoader: Sendable {
     /// Whether ``shutdown()`` has been called (for tests that order events around it).
     var isShuttingDown: Bool { isShutDown.withLock { $0 } }
 
+    /// Runs `body` once on each of the loader's decoding threads, waiting for threads
+    /// still busy at most a tenth of a second: for what a thread keeps of its own (the
+    /// C library's malloc arenas; ``MemoryAllocator/returnFreeMemory(onEveryThread:)``).
+    package func runOnEveryWorker(_ body: @escaping @Sendable () -> Void) async {
+        await workers.runOnEveryThread(body)
+    }
+
     /// Finishes the work in flight (loads, background revalidations and prefetches,
     /// and calls of ``data(for:options:)``, ``decode(_:declaredContentType:priority:)``
     /// and ``thumbnail(of:options:declaredContentType:priority:)``), then saves the

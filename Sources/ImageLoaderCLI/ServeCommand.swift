@@ -808,7 +808,7 @@ struct GracefulStop: Sendable {
 }
 
 /// Returns freed memory to the system every `interval` while the service is idle after
-/// work (``MemoryAllocator/returnFreeMemory()``): after a burst, resident memory falls
+/// work (``ImageService/returnFreeMemory()``): after a burst, resident memory falls
 /// back towards its idle level instead of staying at its peak.
 struct MemoryReturn: Sendable {
     let service: ImageService
@@ -823,7 +823,7 @@ struct MemoryReturn: Sendable {
             guard activity.idle, activity.finished != returnedAfter else { continue }
             returnedAfter = activity.finished
             let start = ContinuousClock.now
-            MemoryAllocator.returnFreeMemory()
+            await service.returnFreeMemory()
             logger.debug("returned free memory", metadata: ["took": "\(ContinuousClock.now - start)"])
         }
     }

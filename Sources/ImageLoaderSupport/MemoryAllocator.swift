@@ -62,22 +62,48 @@ package enum MemoryAllocator {
         let mapped = System.setMallocOption(-3, Int32(largestArenaBlock))
         let trimmed = System.setMallocOption(-1, Int32(keptFreeMemory))
         if !setsArenaLimit(environment) { _ = System.setMallocOption(-8, Int32(clamping: arenaLimit)) }
+        keepsBuffers.withLock { $0 = trimmed }
         return mapped && trimmed
     }
 
-    /// Returns the free memory malloc keeps to the system (glibc's `malloc_trim`): what
+    /// Whether ``keepImageBuffers(environment:)`` raised the trim threshold.
+    private static let keepsBuffers = Lock(false)
+    /// The trim threshold while free memory is being returned: glibc's own starting value.
+    static let returningTrimThreshold = 128 << 10
+
+    /// Returns the free memory malloc keeps to the system: what
     /// ``keepImageBuffers(environment:)`` keeps for the next images goes back once a
-    /// burst is over, so resident memory falls back towards its idle level. It walks
-    /// every arena under its lock (a few milliseconds with hundreds of MiB free): call
-    /// it when no image is being processed. `imageloader serve` does, every
+    /// burst is over, so resident memory falls back towards its idle level. Call it when
+    /// no image is being processed: it walks every arena under its lock (a few
+    /// milliseconds with hundreds of MiB free). `imageloader serve` does, every
     /// `--free-memory-interval` seconds while idle after work.
     ///
-    /// glibc 2.36's `malloc_trim` returns the free pages inside every arena and the top
-    /// of the main one, not the top of the others: after the service's burst
-    /// (Benchmarks/memory_after_burst.py) about 17 MiB stay there, where one arena
-    /// (`MALLOC_ARENA_MAX=1`) gives back all but 1 MiB.
+    /// glibc's `malloc_trim` returns the free pages inside every arena, but of the free
+    /// memory at an arena's top (where a burst's buffers end up) only the main arena's.
+    /// The others shrink only when one of their blocks of 64 KiB or more is freed while
+    /// their top exceeds the trim threshold. So, when the threshold is the one
+    /// ``keepImageBuffers(environment:)`` raised, it is lowered to glibc's starting
+    /// 128 KiB while `onEveryThread` runs ``System/cycleArenaBlock()`` on the threads
+    /// that hold the memory (each thread allocates from an arena of its own while
+    /// there are fewer than ``arenaLimit``, then shares one), and raised again after.
+    /// After the service's burst (Benchmarks/memory_after_burst.py) the arenas' tops
+    /// held about 17 MiB that `malloc_trim` alone left resident.
+    ///
+    /// ```swift
+    /// await MemoryAllocator.returnFreeMemory { cycle in await workers.runOnEveryThread(cycle) }
+    /// ```
     @discardableResult
-    package static func returnFreeMemory() -> Bool { System.trimMalloc() }
+    package static func returnFreeMemory(
+        onEveryThread: (@escaping @Sendable () -> Void) async -> Void = { _ in }
+    ) async -> Bool {
+        if keepsBuffers.withLock({ $0 }) {
+            _ = System.setMallocOption(-1, Int32(returningTrimThreshold))
+            System.cycleArenaBlock()
+            await onEveryThread { System.cycleArenaBlock() }
+            _ = System.setMallocOption(-1, Int32(keptFreeMemory))
+        }
+        return System.trimMalloc()
+    }
 
     /// The memory limit of this process's control group (cgroup v2's `memory.max`, or
     /// v1's `memory.limit_in_bytes`), in bytes; nil when there is none, or it is above

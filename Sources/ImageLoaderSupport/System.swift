@@ -104,9 +104,6 @@ package enum System {
     /// `exp` from libm.
     @inlinable package static func exponential(_ x: Double) -> Double { exp(x) }
 
-    /// Sets one of glibc's malloc parameters (`mallopt`; <malloc.h> is not in Swift's
-    /// Glibc module, so it is looked up by name): whether it took. False where the C
-    /// library is not glibc.
     /// glibc's `malloc_trim(0)`: the free memory of every arena, at their tops and in
     /// whole free pages inside them, returned to the kernel. False where the C library
     /// is not glibc, or nothing could be returned.
@@ -121,6 +118,9 @@ package enum System {
         #endif
     }
 
+    /// Sets one of glibc's malloc parameters (`mallopt`; <malloc.h> is not in Swift's
+    /// Glibc module, so it is looked up by name): whether it took. False where the C
+    /// library is not glibc.
     package static func setMallocOption(_ parameter: Int32, _ value: Int32) -> Bool {
         #if os(Linux) && canImport(Glibc)
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") else { return false }
@@ -128,6 +128,23 @@ package enum System {
         return mallopt(parameter, value) == 1
         #else
         return false
+        #endif
+    }
+
+    /// Allocates and frees a block of 256 KiB in the calling thread's malloc arena.
+    /// glibc gives the free top of an arena other than the main one back to the kernel
+    /// only when a block of 64 KiB or more of that arena is freed and the top exceeds
+    /// the trim threshold (`malloc_trim` does not shrink those tops): with the
+    /// threshold lowered, this returns the top of the arena the calling thread uses.
+    /// Through `dlsym`'s pointers, so that the compiler cannot remove the pair.
+    package static func cycleArenaBlock() {
+        #if os(Linux) && canImport(Glibc)
+        guard let allocate = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc"),
+            let release = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "free")
+        else { return }
+        let malloc = unsafeBitCast(allocate, to: (@convention(c) (Int) -> UnsafeMutableRawPointer?).self)
+        let free = unsafeBitCast(release, to: (@convention(c) (UnsafeMutableRawPointer?) -> Void).self)
+        free(malloc(256 << 10))
         #endif
     }
 

@@ -260,9 +260,11 @@ extension ServeCommandTests {
                 }
                 let peak = server.peakMemoryKiB
                 #expect(peak - idle > 40_000, "idle \(idle) KiB, peak \(peak) KiB: the burst should take memory")
-                // Returned within a few intervals of the burst's end: under half the burst's memory is left.
+                // Returned within a few intervals of the burst's end: under a fifth of the
+                // burst's memory is left. (malloc_trim alone left about 30%: the free tops
+                // of the arenas other than the main one.)
                 try await waitUntil("resident memory back near idle") {
-                    server.residentMemoryKiB - idle < (peak - idle) / 2
+                    server.residentMemoryKiB - idle < (peak - idle) / 5
                 }
             }
         }

@@ -25,4 +25,20 @@ struct WorkerPoolTests {
         }
     }
     #endif
+
+    @Test("runOnEveryThread runs its body once on each of the pool's threads")
+    func everyThreadOnce() async throws {
+        for threads in [1, 3] {
+            // Given an idle pool of `threads` threads
+            let pool = WorkerPool(threads: threads)
+            // When a body that records its thread runs on every thread
+            let seen = Lock<[pthread_t]>([])
+            await pool.runOnEveryThread(patience: 60) { seen.withLock { $0.append(pthread_self()) } }
+            try await pool.shutdown()
+            // Then it ran once a thread: as many times as threads, on as many threads
+            let ran = seen.withLock { $0 }
+            #expect(ran.count == threads)
+            #expect(Set(ran).count == threads)
+        }
+    }
 }

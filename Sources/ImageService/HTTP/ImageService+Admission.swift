@@ -1,4 +1,5 @@
 import ImageLoaderSupport
+import NIOPosix
 
 extension ImageService {
     /// Runs `body` once it may start (fetch, then wait for one of the loader's decoding
@@ -26,6 +27,20 @@ extension ImageService {
     package var activity: (idle: Bool, finished: Int) {
         let idle = admission.running == 0 && admission.waiting == 0 && bodies.running == 0 && bodies.waiting == 0
         return (idle, finishedWork.withLock { $0 })
+    }
+
+    /// Returns the memory malloc keeps free to the system
+    /// (``MemoryAllocator/returnFreeMemory(onEveryThread:)``), the free tops of the
+    /// arenas of the threads that decode and of NIO's event loops (which hold request
+    /// and response bodies) included. Call it when ``activity`` says the service is idle.
+    @discardableResult
+    package func returnFreeMemory() async -> Bool {
+        await MemoryAllocator.returnFreeMemory { [loader] cycle in
+            await loader.runOnEveryWorker(cycle)
+            for loop in MultiThreadedEventLoopGroup.singleton.makeIterator() {
+                try? await loop.submit(cycle).get()
+            }
+        }
     }
 
     /// `body` in one of the places of request bodies; 429 when they and their queue are full.
