@@ -32,10 +32,13 @@ struct BatchCommand: AsyncParsableCommand {
     @Option(help: "Also draw a contact sheet (a grid with names) to this PNG.")
     var sheet: String?
 
-    @Option(help: "jpg, png, webp, avif, jxl, or auto (PNG with alpha, JPEG otherwise).")
+    @Option(
+        help:
+            "The output format by its extension (\(BatchCommand.formatNames)), or auto (PNG with alpha, JPEG otherwise)."
+    )
     var format = "auto"
 
-    @Option(help: "JPEG or WebP quality, 1-100.")
+    @Option(help: "The quality of a lossy format (JPEG, WebP, AVIF, JPEG XL, HEIC), 1-100.")
     var quality = 85
 
     @Flag(help: "Cover a SIZE x SIZE square and crop, instead of fitting inside it.")
@@ -43,12 +46,17 @@ struct BatchCommand: AsyncParsableCommand {
 
     @OptionGroup(title: "Loading") var loader: LoaderArguments
 
+    /// The names `--format` takes besides `auto`: every writable format's extensions.
+    static var formatNames: String {
+        ImageFormat.writable.flatMap(\.traits.fileExtensions).joined(separator: ", ")
+    }
+
     func validate() throws {
         guard size > 0 && size <= 8192 else { throw ValidationError("--size must be between 1 and 8192") }
         guard concurrency > 0 else { throw ValidationError("--concurrency must be positive") }
         guard (1...100).contains(quality) else { throw ValidationError("--quality must be between 1 and 100") }
         guard format == "auto" || OutputFormat(fileExtension: format) != nil else {
-            throw ValidationError("--format must be jpg, png, webp, avif, jxl, gif or auto")
+            throw ValidationError("--format must be \(BatchCommand.formatNames) or auto")
         }
     }
 

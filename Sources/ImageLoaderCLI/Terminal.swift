@@ -26,6 +26,14 @@ enum Terminal {
         print(JSONValue.object(Array(fields)).serialized)
     }
 
+    /// The extension of a path's last component (`"a/b.JPG"`: `"JPG"`); nil when it has
+    /// none (a leading dot names a hidden file, not an extension).
+    static func fileExtension(of path: String) -> String? {
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return nil }
+        return String(name[name.index(after: dot)...])
+    }
+
     /// Writes `bytes` to `path` through a temporary file, so a reader never sees half a file.
     static func write(_ bytes: [UInt8], to path: String) throws {
         do {

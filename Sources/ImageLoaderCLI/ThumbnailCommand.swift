@@ -7,7 +7,7 @@ struct ThumbnailCommand: AsyncParsableCommand {
         commandName: "thumbnail",
         abstract: "Make a thumbnail: shrink while decoding, resample, turn upright, convert to sRGB.",
         discussion: """
-            The output format follows OUT's extension (.jpg, .png, .webp, .avif, .jxl, .heic, .ico, .bmp, .tiff, .gif). With --fill the thumbnail \
+            The output format follows OUT's extension (\(OutputFormat.fileExtensionList)). With --fill the thumbnail \
             is exactly SIZE x SIZE (or WIDTH x HEIGHT), cropped from the middle; otherwise the whole \
             image fits inside. Images are not enlarged unless --upscale is given.
             """
@@ -84,15 +84,12 @@ struct ThumbnailCommand: AsyncParsableCommand {
         }
         if fill && force { throw ValidationError("--fill and --force exclude each other") }
         guard outputFormat != nil else {
-            throw ValidationError(
-                "OUT must end in .jpg, .jpeg, .png, .webp, .avif, .jxl, .heic, .ico, .bmp, .tiff or .gif")
+            throw ValidationError("OUT must end in \(OutputFormat.fileExtensionList)")
         }
     }
 
     private var outputFormat: OutputFormat? {
-        let name = output.split(separator: "/").last.map(String.init) ?? output
-        guard let dot = name.lastIndex(of: ".") else { return nil }
-        return OutputFormat(fileExtension: String(name[name.index(after: dot)...]), quality: quality)
+        Terminal.fileExtension(of: output).flatMap { OutputFormat(fileExtension: $0, quality: quality) }
     }
 
     func run() async throws {

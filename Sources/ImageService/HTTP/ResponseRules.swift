@@ -72,24 +72,7 @@ enum ResponseRules {
 }
 
 extension ProcessingOptions.Format {
-    /// The media type of the format.
-    var contentType: String {
-        switch self {
-        case .jpeg: "image/jpeg"
-        case .png: "image/png"
-        case .webp: "image/webp"
-        case .avif: "image/avif"
-        case .jxl: "image/jxl"
-        case .gif: "image/gif"
-        case .heic: "image/heif"
-        case .ico: "image/x-icon"
-        case .bmp: "image/bmp"
-        case .tiff: "image/tiff"
-        case .svg: "image/svg+xml"
-        }
-    }
-
-    /// The source format of the same kind.
+    /// The source format of the same kind, whose ``ImageFormat/traits`` say the rest.
     var imageFormat: ImageFormat {
         switch self {
         case .jpeg: .jpeg
@@ -106,42 +89,28 @@ extension ProcessingOptions.Format {
         }
     }
 
+    /// The media type of the format.
+    var contentType: String { imageFormat.contentType }
+
     /// The longest side a result in this format can have; larger results are scaled
     /// down to it, as imgproxy's `fixSize` does (WebP 16383, HEIC 16384, ICO 256).
-    var maxSide: Int {
-        switch self {
-        case .webp: 16_383
-        case .heic: 16_384
-        case .ico: ICOEncoder.maxSide
-        default: .max
-        }
-    }
+    var maxSide: Int { imageFormat.traits.maxWrittenSide }
 
     /// Whether results in this format keep an animated source's frames.
-    var keepsAnimation: Bool { self == .webp || self == .gif }
+    var keepsAnimation: Bool { imageFormat.traits.writesAnimation }
 
     /// Whether results in this format keep transparency.
-    var hasAlpha: Bool { self != .jpeg }
+    var hasAlpha: Bool { imageFormat.traits.writesAlpha }
 
-    /// The output format of a source format, when the service writes it.
+    /// The output format of a source format (every source format has one: SVG's is
+    /// the sanitised pass-through).
     init?(_ format: ImageFormat) {
-        switch format {
-        case .jpeg: self = .jpeg
-        case .png: self = .png
-        case .webp: self = .webp
-        case .avif: self = .avif
-        case .jxl: self = .jxl
-        case .gif: self = .gif
-        case .heif: self = .heic
-        case .ico: self = .ico
-        case .bmp: self = .bmp
-        case .tiff: self = .tiff
-        case .svg: self = .svg
-        }
+        guard let named = Self.allCases.first(where: { $0.imageFormat == format }) else { return nil }
+        self = named
     }
 
     /// The file name extension.
-    var fileExtension: String { self == .jpeg ? "jpg" : rawValue }
+    var fileExtension: String { imageFormat.fileExtension }
 }
 
 extension ResponseRules {

@@ -20,20 +20,8 @@ public enum ResultFormat: String, Sendable, Hashable, CaseIterable {
     /// ResultFormat(name: "JPG")  // .jpeg
     /// ```
     public init?(name: String) {
-        switch name.lowercased() {
-        case "jpg", "jpeg": self = .jpeg
-        case "png": self = .png
-        case "webp": self = .webp
-        case "avif": self = .avif
-        case "jxl": self = .jxl
-        case "gif": self = .gif
-        case "heic", "heif": self = .heic
-        case "ico": self = .ico
-        case "bmp": self = .bmp
-        case "tiff", "tif": self = .tiff
-        case "svg": self = .svg
-        default: return nil
-        }
+        guard let format = ImageFormat(fileExtension: name) else { return nil }
+        self.init(format)
     }
 }
 

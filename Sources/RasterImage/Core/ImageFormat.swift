@@ -25,42 +25,92 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
     /// Scalable Vector Graphics, sanitised and rendered by librsvg.
     case svg
 
-    /// The name people write: PNG, JPEG, GIF, TIFF, WebP, BMP, HEIF, AVIF, JPEG XL, ICO, SVG.
-    public var displayName: String {
-        switch self {
-        case .webp: "WebP"
-        case .jxl: "JPEG XL"
-        default: rawValue.uppercased()
+    /// What the library knows of one format, in one entry: adding a format is a case,
+    /// its entry in ``traits``, its codec, and (when it can be written) its encoder in
+    /// ``OutputFormat/init(_:quality:)``. Names, media types, extensions, what can be
+    /// written and the lists in help texts and errors all derive from it.
+    public struct Traits: Sendable, Hashable {
+        /// The name people write: "JPEG XL".
+        public let displayName: String
+        /// The media types that name the format, the registered one first (`image/jpg`
+        /// is common for JPEG, though not registered).
+        public let contentTypes: [String]
+        /// File name extensions, the usual one first.
+        public let fileExtensions: [String]
+        /// Whether the library writes it (an ``OutputFormat``).
+        public let isWritable: Bool
+        /// Whether what the library writes may be animated.
+        public let writesAnimation: Bool
+        /// Whether what the library writes keeps transparency.
+        public let writesAlpha: Bool
+        /// The longest side the library writes in it (WebP 16383, HEIC 16384, ICO 256).
+        public let maxWrittenSide: Int
+    }
+
+    /// This format's entry: the one place a format's facts are written.
+    ///
+    /// ```swift
+    /// ImageFormat.jxl.traits.fileExtensions   // ["jxl"]
+    /// ImageFormat.svg.traits.isWritable        // false
+    /// ```
+    public var traits: Traits {
+        func entry(
+            _ name: String, _ types: [String], _ extensions: [String], writes: Bool = true, animates: Bool = false,
+            alpha: Bool = true, maxSide: Int = .max
+        ) -> Traits {
+            Traits(
+                displayName: name, contentTypes: types, fileExtensions: extensions, isWritable: writes,
+                writesAnimation: animates, writesAlpha: alpha, maxWrittenSide: maxSide)
+        }
+        return switch self {
+        case .png: entry("PNG", ["image/png"], ["png"])
+        case .jpeg: entry("JPEG", ["image/jpeg", "image/jpg", "image/pjpeg"], ["jpg", "jpeg"], alpha: false)
+        case .gif: entry("GIF", ["image/gif"], ["gif"], animates: true)
+        case .tiff: entry("TIFF", ["image/tiff"], ["tiff", "tif"])
+        case .webp: entry("WebP", ["image/webp"], ["webp"], animates: true, maxSide: 16_383)
+        case .bmp: entry("BMP", ["image/bmp", "image/x-bmp", "image/x-ms-bmp"], ["bmp"])
+        case .heif:
+            entry(
+                "HEIF", ["image/heif", "image/heic", "image/heif-sequence", "image/heic-sequence"], ["heic", "heif"],
+                maxSide: 16_384)
+        case .avif: entry("AVIF", ["image/avif"], ["avif"])
+        case .jxl: entry("JPEG XL", ["image/jxl"], ["jxl"])
+        case .ico:
+            entry(
+                "ICO", ["image/x-icon", "image/vnd.microsoft.icon", "image/ico", "image/icon"], ["ico"],
+                maxSide: ICOEncoder.maxSide)
+        case .svg: entry("SVG", ["image/svg+xml"], ["svg"], writes: false)
         }
     }
+
+    /// The name people write: PNG, JPEG, GIF, TIFF, WebP, BMP, HEIF, AVIF, JPEG XL, ICO, SVG.
+    public var displayName: String { traits.displayName }
 
     /// The registered media type: `image/png`, `image/jpeg`, ...
-    public var contentType: String {
-        switch self {
-        case .png: "image/png"
-        case .jpeg: "image/jpeg"
-        case .gif: "image/gif"
-        case .tiff: "image/tiff"
-        case .webp: "image/webp"
-        case .bmp: "image/bmp"
-        case .heif: "image/heif"
-        case .avif: "image/avif"
-        case .jxl: "image/jxl"
-        case .ico: "image/x-icon"
-        case .svg: "image/svg+xml"
+    public var contentType: String { traits.contentTypes[0] }
+
+    /// The media types that name this format, the registered one first.
+    public var contentTypeAliases: [String] { traits.contentTypes }
+
+    /// The usual file name extension: `jpg`, `png`, `heic`, `tiff`...
+    public var fileExtension: String { traits.fileExtensions[0] }
+
+    /// The format a file name extension names, ignoring case (`"JPG"` is ``jpeg``), or `nil`.
+    public init?(fileExtension: String) {
+        let name = fileExtension.lowercased()
+        guard let format = ImageFormat.allCases.first(where: { $0.traits.fileExtensions.contains(name) }) else {
+            return nil
         }
+        self = format
     }
 
-    /// The media types that name this format, the registered one first
-    /// (`image/jpg` is common for JPEG, though not registered).
-    public var contentTypeAliases: [String] {
-        switch self {
-        case .jpeg: ["image/jpeg", "image/jpg", "image/pjpeg"]
-        case .bmp: ["image/bmp", "image/x-bmp", "image/x-ms-bmp"]
-        case .heif: ["image/heif", "image/heic", "image/heif-sequence", "image/heic-sequence"]
-        case .ico: ["image/x-icon", "image/vnd.microsoft.icon", "image/ico", "image/icon"]
-        default: [contentType]
-        }
+    /// The formats the library writes, in declaration order.
+    public static var writable: [ImageFormat] { allCases.filter(\.traits.isWritable) }
+
+    /// Names in a list for people: "PNG, JPEG or GIF" (`conjunction` joins the last two).
+    public static func list(_ names: [String], conjunction: String = "or") -> String {
+        guard let last = names.last else { return "" }
+        return names.count == 1 ? last : names.dropLast().joined(separator: ", ") + " \(conjunction) " + last
     }
 
     /// The format a media type names, ignoring case and parameters

@@ -73,7 +73,7 @@ public struct ImageDecodingError: Error, Sendable, Hashable, CustomStringConvert
         switch reason {
         case .empty: text = "no image data (0 bytes)"
         case .unrecognizedFormat:
-            text = "not a supported image format (PNG, JPEG, GIF, TIFF, WebP, BMP, HEIF, AVIF or JPEG XL)"
+            text = "not a supported image format (\(ImageFormat.list(ImageFormat.allCases.map(\.displayName))))"
         case .inputTooLarge(let bytes, let limit): text = "input of \(bytes) bytes exceeds the limit of \(limit) bytes"
         case .tooManyPixels(let width, let height, let limit):
             text =
@@ -90,7 +90,11 @@ public struct ImageDecodingError: Error, Sendable, Hashable, CustomStringConvert
             text = "\(name) frames hold \(pixels) pixels to decode, more than the limit of \(limit)"
         case .tooManyMetadataBlocks(let limit): text = "\(name) has more than \(limit) metadata blocks"
         case .invalidThumbnailSize(let width, let height):
-            text = "a thumbnail of \(width)x\(height) is not possible (each side 1...\(ThumbnailOptions.maxSide))"
+            let sides = 1...ThumbnailOptions.maxSide
+            text =
+                sides.contains(width) && sides.contains(height)
+                ? "a thumbnail of \(width)x\(height) has more pixels than the decoding limits allow"
+                : "a thumbnail of \(width)x\(height) is not possible (each side 1...\(ThumbnailOptions.maxSide))"
         case .invalidCrop(let x, let y, let width, let height):
             text = "a \(width)x\(height) crop at (\(x), \(y)) does not lie inside the image"
         case .truncated: text = "\(name) data is truncated"

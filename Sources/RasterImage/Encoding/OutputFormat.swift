@@ -77,22 +77,39 @@ public enum OutputFormat: Sendable, Hashable {
     /// A Deflate-compressed baseline TIFF.
     case tiff(TIFFEncoder)
 
-    /// The format a file name's extension names (`jpg`, `jpeg`, `png`, `webp`, `avif`,
-    /// `jxl`, `gif`, `heic`, `heif`, `ico`, `bmp`, `tif`, `tiff`), or `nil`.
+    /// The format a file name's extension names (any of ``ImageFormat/Traits/fileExtensions``
+    /// of a writable format: `jpg`, `jpeg`, `png`, `webp`, `avif`, `jxl`, `gif`, `heic`,
+    /// `heif`, `ico`, `bmp`, `tif`, `tiff`), or `nil`.
     public init?(fileExtension: String, quality: Int? = nil) {
-        switch fileExtension.lowercased() {
-        case "jpg", "jpeg": self = .jpeg(JPEGEncoder(quality: quality ?? 85))
-        case "png": self = .png(PNGEncoder())
-        case "webp": self = .webp(WebPEncoder(quality: quality ?? 80))
-        case "avif": self = .avif(AVIFEncoder(quality: quality ?? 60))
-        case "jxl": self = .jxl(JXLEncoder(quality: quality ?? 75))
-        case "gif": self = .gif(GIFEncoder())
-        case "heic", "heif": self = .heic(HEIFEncoder(quality: quality ?? 50))
-        case "ico": self = .ico(ICOEncoder())
-        case "bmp": self = .bmp(BMPEncoder())
-        case "tif", "tiff": self = .tiff(TIFFEncoder())
-        default: return nil
+        guard let format = ImageFormat(fileExtension: fileExtension) else { return nil }
+        self.init(format, quality: quality)
+    }
+
+    /// `format` written by its encoder with its default settings (and `quality` where
+    /// it has one), or `nil` for a format the library does not write (SVG).
+    ///
+    /// ```swift
+    /// let webp = OutputFormat(.webp, quality: 80)
+    /// ```
+    public init?(_ format: ImageFormat, quality: Int? = nil) {
+        switch format {
+        case .jpeg: self = .jpeg(JPEGEncoder(quality: quality ?? 85))
+        case .png: self = .png(PNGEncoder())
+        case .webp: self = .webp(WebPEncoder(quality: quality ?? 80))
+        case .avif: self = .avif(AVIFEncoder(quality: quality ?? 60))
+        case .jxl: self = .jxl(JXLEncoder(quality: quality ?? 75))
+        case .gif: self = .gif(GIFEncoder())
+        case .heif: self = .heic(HEIFEncoder(quality: quality ?? 50))
+        case .ico: self = .ico(ICOEncoder())
+        case .bmp: self = .bmp(BMPEncoder())
+        case .tiff: self = .tiff(TIFFEncoder())
+        case .svg: return nil
         }
+    }
+
+    /// The extensions ``init(fileExtension:quality:)`` takes, for help texts: ".jpg, .jpeg, ... or .tiff".
+    public static var fileExtensionList: String {
+        ImageFormat.list(ImageFormat.writable.flatMap(\.traits.fileExtensions).map { "." + $0 })
     }
 
     /// The encoder for `image`: the automatic choice resolved by its transparency.

@@ -178,8 +178,11 @@ struct ThumbnailGeometry: Equatable {
         let height = Checked.clampedInt((Double(shownHeight) * scaleY).rounded(), to: sides) ?? 1
         let cropWidth = options.fit == .fill ? min(width, options.width) : width
         let cropHeight = options.fit == .fill ? min(height, options.height) : height
-        guard let pixels = Checked.multiply(cropWidth, cropHeight), pixels <= options.limits.maxPixelsPerFrame else {
-            throw ImageDecodingError(.invalidThumbnailSize(width: cropWidth, height: cropHeight))
+        let limit = options.limits.maxPixelsPerFrame
+        guard let pixels = Checked.multiply(cropWidth, cropHeight), pixels <= limit else {
+            throw ImageDecodingError(
+                .invalidThumbnailSize(width: cropWidth, height: cropHeight),
+                message: "more than \(limit) pixels")
         }
         (scaledWidth, scaledHeight) = swaps ? (height, width) : (width, height)
         (croppedWidth, croppedHeight) = swaps ? (cropHeight, cropWidth) : (cropWidth, cropHeight)
