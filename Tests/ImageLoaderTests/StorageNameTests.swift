@@ -74,6 +74,132 @@ struct StorageNameTests {
         #expect(CacheKey(url: relative, product: .original) == keys[0])
     }
 
+    @Test("the identity holds every field of the options but the limits, and each of its fields names thumbnails apart")
+    func identityIsEveryField() {
+        let base = ThumbnailOptions(width: 64, height: 48, fit: .fill)
+        // A field added to ThumbnailOptions fails here until the identity holds it.
+        let fields = Set(Mirror(reflecting: base).children.compactMap(\.label))
+        let identity = Set(Mirror(reflecting: base.identity).children.compactMap(\.label))
+        #expect(fields.subtracting(["limits"]) == identity)
+        // And each of the identity's fields changes the name (a field without a change here fails).
+        let changes: [String: (inout ThumbnailOptions) -> Void] = [
+            "width": { $0.width = 65 }, "height": { $0.height = 49 }, "fit": { $0.fit = .force },
+            "gravity": { $0.gravity = .south }, "allowsUpscaling": { $0.allowsUpscaling = true },
+            "kernel": { $0.kernel = .mitchell }, "shrinkOnLoad": { $0.shrinkOnLoad = .fastest },
+            "linearLight": { $0.linearLight = true }, "keepsColorProfile": { $0.keepsColorProfile = true },
+            "appliesOrientation": { $0.appliesOrientation = false },
+            "usesEmbeddedThumbnail": { $0.usesEmbeddedThumbnail = true }, "frames": { $0.frames = .all },
+            "outputFormat": { $0.outputFormat = .png(PNGEncoder()) },
+        ]
+        #expect(Set(changes.keys) == identity)
+        for (field, change) in changes {
+            var options = base
+            change(&options)
+            #expect(options.storageName != base.storageName, "\(field)")
+            #expect(options.identity != base.identity, "\(field)")
+        }
+    }
+
+    @Test("every setting of every encoder names its thumbnails apart, as it sets their equality apart")
+    func everyEncoderSetting() {
+        // Per encoder: its default, and for each of its stored fields (by Mirror) the encoder
+        // with that field changed. An encoder gaining a field fails until it is listed here
+        // and its storage name tells it apart.
+        let exif: [UInt8] = [0x4D, 0x4D, 0, 42, 0, 0, 0, 8, 0, 0]
+        func png(_ change: (inout PNGEncoder) -> Void) -> PNGEncoder {
+            var encoder = PNGEncoder()
+            change(&encoder)
+            return encoder
+        }
+        func jpeg(_ change: (inout JPEGEncoder) -> Void) -> OutputFormat {
+            var encoder = JPEGEncoder(quality: 85)
+            change(&encoder)
+            return .jpeg(encoder)
+        }
+        func webp(_ change: (inout WebPEncoder) -> Void) -> OutputFormat {
+            var encoder = WebPEncoder()
+            change(&encoder)
+            return .webp(encoder)
+        }
+        func avif(_ change: (inout AVIFEncoder) -> Void) -> OutputFormat {
+            var encoder = AVIFEncoder()
+            change(&encoder)
+            return .avif(encoder)
+        }
+        func jxl(_ change: (inout JXLEncoder) -> Void) -> OutputFormat {
+            var encoder = JXLEncoder()
+            change(&encoder)
+            return .jxl(encoder)
+        }
+        func heic(_ change: (inout HEIFEncoder) -> Void) -> OutputFormat {
+            var encoder = HEIFEncoder()
+            change(&encoder)
+            return .heic(encoder)
+        }
+        let pngChanges: [String: PNGEncoder] = [
+            "compressionLevel": png { $0.compressionLevel = 1 },
+            "alwaysIncludeAlpha": png { $0.alwaysIncludeAlpha = true },
+            "includeICCProfile": png { $0.includeICCProfile.toggle() }, "exif": png { $0.exif = exif },
+            "grayscale": png { $0.grayscale = true },
+        ]
+        let table: [(OutputFormat, Any, [String: OutputFormat])] = [
+            (.png(PNGEncoder()), PNGEncoder(), pngChanges.mapValues { .png($0) }),
+            (.ico(ICOEncoder()), ICOEncoder(), ["png": .ico(ICOEncoder(png: png { $0.grayscale = true }))]),
+            (
+                jpeg { _ in }, JPEGEncoder(quality: 85),
+                [
+                    "quality": jpeg { $0.quality = 70 }, "progressive": jpeg { $0.progressive.toggle() },
+                    "optimizeHuffmanTables": jpeg { $0.optimizeHuffmanTables.toggle() },
+                    "chromaSubsampling": jpeg { $0.chromaSubsampling = .none },
+                    "includeICCProfile": jpeg { $0.includeICCProfile.toggle() },
+                    "backgroundColor": jpeg { $0.background = (0, 0, 0) }, "exif": jpeg { $0.exif = exif },
+                    "grayscale": jpeg { $0.grayscale = true },
+                ]
+            ),
+            (
+                webp { _ in }, WebPEncoder(),
+                [
+                    "quality": webp { $0.quality = 30 }, "lossless": webp { $0.lossless.toggle() },
+                    "method": webp { $0.method = 6 }, "includeICCProfile": webp { $0.includeICCProfile.toggle() },
+                    "exif": webp { $0.exif = exif },
+                ]
+            ),
+            (
+                avif { _ in }, AVIFEncoder(),
+                [
+                    "quality": avif { $0.quality = 30 }, "speed": avif { $0.speed = 2 },
+                    "lossless": avif { $0.lossless.toggle() },
+                    "includeICCProfile": avif { $0.includeICCProfile.toggle() },
+                ]
+            ),
+            (
+                jxl { _ in }, JXLEncoder(),
+                [
+                    "quality": jxl { $0.quality = 30 }, "effort": jxl { $0.effort = 3 },
+                    "includeICCProfile": jxl { $0.includeICCProfile.toggle() },
+                ]
+            ),
+            (
+                heic { _ in }, HEIFEncoder(),
+                [
+                    "quality": heic { $0.quality = 30 }, "preset": heic { $0.preset = "slow" },
+                    "includeICCProfile": heic { $0.includeICCProfile.toggle() },
+                ]
+            ),
+            (.gif(GIFEncoder()), GIFEncoder(), [:]),
+            (.bmp(BMPEncoder()), BMPEncoder(), [:]),
+            (.tiff(TIFFEncoder()), TIFFEncoder(), ["includeICCProfile": .tiff(TIFFEncoder(includeICCProfile: false))]),
+        ]
+        for (base, encoder, changes) in table {
+            let fields = Set(Mirror(reflecting: encoder).children.compactMap(\.label))
+            #expect(Set(changes.keys) == fields, "\(type(of: encoder))")
+            for (field, changed) in changes {
+                #expect(changed != base, "\(type(of: encoder)).\(field)")
+                #expect(changed.storageName != base.storageName, "\(type(of: encoder)).\(field)")
+            }
+        }
+    }
+
     @Test("gravity and force name their thumbnails apart; the centre keeps the old name")
     func gravity() {
         var options = ThumbnailOptions(width: 64, height: 64, fit: .fill)

@@ -3,22 +3,55 @@ import RasterImage
 // The names the caches file thumbnails under. They belong to the caches, not to the
 // codec library: RasterImage knows nothing about caches.
 
-extension ThumbnailOptions {
-    /// A stable text naming everything that shapes the thumbnail's pixels and its
-    /// encoding (not the limits): equal names, equal thumbnails. The disk cache files
-    /// thumbnails under it; the memory cache compares the same fields as values
-    /// (``makesSameThumbnail(as:)``).
-    ///
-    /// ```swift
-    /// ThumbnailOptions(maxPixelSize: 256).storageName   // "256x256,fit,lanczos3,quality,srgb,convert,upright,first,auto85"
-    /// ```
+/// Everything that shapes a thumbnail's pixels and its encoding, and nothing else (not
+/// the limits, which the loader sets): the one list of a thumbnail's identity. The
+/// memory cache's equality and hash are this value's own (synthesised from its fields),
+/// and the disk cache's name is written from the same fields, so a setting cannot count
+/// for one cache and not the other. StorageNameTests fails when ThumbnailOptions or an
+/// encoder gains a field that is not here.
+struct ThumbnailIdentity: Hashable {
+    let width: Int
+    let height: Int
+    let fit: ThumbnailOptions.Fit
+    /// The centre unless the fit is `.fill`: gravity shapes only a crop.
+    let gravity: ThumbnailOptions.Gravity
+    let allowsUpscaling: Bool
+    let kernel: ResamplingKernel
+    let shrinkOnLoad: ThumbnailOptions.ShrinkOnLoad
+    let linearLight: Bool
+    let keepsColorProfile: Bool
+    let appliesOrientation: Bool
+    let usesEmbeddedThumbnail: Bool
+    let frames: FrameSelection
+    let outputFormat: OutputFormat
+
+    init(_ options: ThumbnailOptions) {
+        width = options.width
+        height = options.height
+        fit = options.fit
+        gravity = options.fit == .fill ? options.gravity : .center
+        allowsUpscaling = options.allowsUpscaling
+        kernel = options.kernel
+        shrinkOnLoad = options.shrinkOnLoad
+        linearLight = options.linearLight
+        keepsColorProfile = options.keepsColorProfile
+        appliesOrientation = options.appliesOrientation
+        usesEmbeddedThumbnail = options.usesEmbeddedThumbnail
+        frames = options.frames
+        outputFormat = options.outputFormat
+    }
+
+    /// A stable text naming the identity: equal names, equal thumbnails. The disk cache
+    /// files thumbnails under it; its form is kept from version to version (settings
+    /// added later appear only when they differ from their defaults), so stored
+    /// thumbnails stay valid.
     var storageName: String {
         var key = ""
         key.reserveCapacity(80)
         key += "\(width)x\(height),"
         key += fit.rawValue
         // The centre is left out, so the keys of thumbnails made before gravity stay the same.
-        if gravity != .center && fit == .fill {
+        if gravity != .center {
             key += "@"
             key += gravity.rawValue
         }
@@ -29,7 +62,6 @@ extension ThumbnailOptions {
         key += linearLight ? ",linear" : ",srgb"
         key += keepsColorProfile ? ",keep" : ",convert"
         key += appliesOrientation ? ",upright," : ",stored,"
-        // Left out when off, so earlier keys stay the same.
         if usesEmbeddedThumbnail { key += "embedded," }
         switch frames {
         case .first: key += "first,"
@@ -43,47 +75,30 @@ extension ThumbnailOptions {
 }
 
 extension ThumbnailOptions {
-    /// Whether `self` and `other` make the same thumbnail: what ``storageName`` names,
-    /// compared as values (the memory cache's keys; no text is made).
-    func makesSameThumbnail(as other: ThumbnailOptions) -> Bool {
-        width == other.width && height == other.height && fit == other.fit
-            && (fit != .fill || gravity == other.gravity) && allowsUpscaling == other.allowsUpscaling
-            && kernel == other.kernel && shrinkOnLoad == other.shrinkOnLoad && linearLight == other.linearLight
-            && keepsColorProfile == other.keepsColorProfile && appliesOrientation == other.appliesOrientation
-            && usesEmbeddedThumbnail == other.usesEmbeddedThumbnail && frames == other.frames
-            && outputFormat == other.outputFormat
-    }
+    /// The options' ``ThumbnailIdentity``.
+    var identity: ThumbnailIdentity { ThumbnailIdentity(self) }
 
-    /// Hashes what ``makesSameThumbnail(as:)`` compares.
-    func hashThumbnail(into hasher: inout Hasher) {
-        hasher.combine(width)
-        hasher.combine(height)
-        hasher.combine(fit)
-        if fit == .fill { hasher.combine(gravity) }
-        hasher.combine(allowsUpscaling)
-        hasher.combine(kernel)
-        hasher.combine(shrinkOnLoad)
-        hasher.combine(linearLight)
-        hasher.combine(keepsColorProfile)
-        hasher.combine(appliesOrientation)
-        hasher.combine(usesEmbeddedThumbnail)
-        hasher.combine(frames)
-        hasher.combine(outputFormat)
-    }
+    /// The name the disk cache files the thumbnail under (``ThumbnailIdentity/storageName``).
+    ///
+    /// ```swift
+    /// ThumbnailOptions(maxPixelSize: 256).storageName   // "256x256,fit,lanczos3,quality,srgb,convert,upright,first,auto85"
+    /// ```
+    var storageName: String { identity.storageName }
 }
 
 extension OutputFormat {
-    /// A stable text naming the format and every setting of its encoder.
+    /// A stable text naming the format and every setting of its encoder (settings added
+    /// later only when they differ from their defaults, so stored names stay the same).
     var storageName: String {
         switch self {
         case .automatic(let quality): "auto\(quality)"
         case .png(let e):
             "png\(e.compressionLevel)\(e.alwaysIncludeAlpha ? "a" : "")\(e.includeICCProfile ? "i" : "")"
-                + OutputFormat.exifKey(e.exif)
+                + OutputFormat.exifKey(e.exif) + (e.grayscale ? "g" : "")
         case .jpeg(let e):
             "jpeg\(e.quality)\(e.progressive ? "p" : "")\(e.optimizeHuffmanTables ? "o" : "")s\(e.chromaSubsampling.rawValue)"
                 + "\(e.includeICCProfile ? "i" : "")bg\(e.background.0).\(e.background.1).\(e.background.2)"
-                + OutputFormat.exifKey(e.exif)
+                + OutputFormat.exifKey(e.exif) + (e.grayscale ? "g" : "")
         case .webp(let e):
             "webp\(e.quality)\(e.lossless ? "l" : "")m\(e.method)\(e.includeICCProfile ? "i" : "")"
                 + OutputFormat.exifKey(e.exif)

@@ -66,14 +66,14 @@ struct CacheKey: Sendable, Hashable {
         guard a.urlText == b.urlText else { return false }
         switch (a.product, b.product) {
         case (.original, .original): return true
-        case (.thumbnail(let x), .thumbnail(let y)): return x.makesSameThumbnail(as: y)
+        case (.thumbnail(let x), .thumbnail(let y)): return x.identity == y.identity
         default: return false
         }
     }
 
     func hash(into hasher: inout Hasher) {
         hasher.combine(urlText)
-        if case .thumbnail(let options) = product { options.hashThumbnail(into: &hasher) }
+        if case .thumbnail(let options) = product { hasher.combine(options.identity) }
     }
 }
 

@@ -91,25 +91,6 @@ public struct JPEGEncoder: Sendable, Hashable {
         defer { cjpeg_free(output) }
         return Array(UnsafeBufferPointer(start: output, count: Int(size)))
     }
-
-    public static func == (a: JPEGEncoder, b: JPEGEncoder) -> Bool {
-        (a.quality, a.progressive, a.optimizeHuffmanTables, a.chromaSubsampling, a.includeICCProfile, a.backgroundColor)
-            == (
-                b.quality, b.progressive, b.optimizeHuffmanTables, b.chromaSubsampling, b.includeICCProfile,
-                b.backgroundColor
-            ) && a.exif == b.exif && a.grayscale == b.grayscale
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(quality)
-        hasher.combine(progressive)
-        hasher.combine(optimizeHuffmanTables)
-        hasher.combine(chromaSubsampling)
-        hasher.combine(includeICCProfile)
-        hasher.combine(backgroundColor)
-        hasher.combine(exif)
-        hasher.combine(grayscale)
-    }
 }
 
 extension RasterImage {
