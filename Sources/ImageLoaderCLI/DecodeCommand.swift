@@ -26,6 +26,14 @@ struct DecodeCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard frame >= 0 else { throw ValidationError("--frame must be 0 or more") }
+        // The file is a PNG whatever it is called: a name that says another format is refused.
+        if let output, let named = Terminal.fileExtension(of: output).flatMap(ImageFormat.init(fileExtension:)),
+            named != .png
+        {
+            throw ValidationError(
+                "-o \(output) names a \(named.displayName) file, but decode writes PNG: name it .png "
+                    + "(imageloader thumbnail writes other formats)")
+        }
     }
 
     func run() async throws {

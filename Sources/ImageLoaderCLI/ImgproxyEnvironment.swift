@@ -22,6 +22,42 @@ struct ImgproxyEnvironment {
         }
     }
 
+    /// A setting's value: the option's when given, else the variable's, checked against
+    /// `range` with an error that names the one the value came from ("IMGPROXY_TTL
+    /// must be 0 or more", not the option nobody typed).
+    func integer(
+        _ option: Int?, _ flag: String, _ variable: String, in range: ClosedRange<Int>
+    ) throws -> Int? {
+        if let option { return try Self.checked(option, flag, range) }
+        return try integer(variable).map { try Self.checked($0, variable, range) }
+    }
+
+    /// ``integer(_:_:_:in:)`` for a number that may have a fraction.
+    func decimal(
+        _ option: Double?, _ flag: String, _ variable: String, in range: ClosedRange<Double>
+    ) throws -> Double? {
+        if let option { return try Self.checked(option, flag, range) }
+        return try decimal(variable).map { try Self.checked($0, variable, range) }
+    }
+
+    /// `value` when `range` holds it; otherwise an error naming `name` and the range.
+    static func checked(_ value: Int, _ name: String, _ range: ClosedRange<Int>) throws -> Int {
+        guard !range.contains(value) else { return value }
+        throw outOfRange(name, "\(range.lowerBound)", range.upperBound == .max ? nil : "\(range.upperBound)")
+    }
+
+    /// ``checked(_:_:_:)-(Int,_,_)`` for numbers with fractions (bounds written without ".0").
+    static func checked(_ value: Double, _ name: String, _ range: ClosedRange<Double>) throws -> Double {
+        guard !range.contains(value) else { return value }
+        func text(_ bound: Double) -> String { bound == bound.rounded() ? "\(Int(bound))" : "\(bound)" }
+        throw outOfRange(name, text(range.lowerBound), range.upperBound.isInfinite ? nil : text(range.upperBound))
+    }
+
+    private static func outOfRange(_ name: String, _ lower: String, _ upper: String?) -> ValidationError {
+        ValidationError(
+            upper.map { "\(name) must be between \(lower) and \($0)" } ?? "\(name) must be \(lower) or more")
+    }
+
     func integer(_ name: String) throws -> Int? {
         guard let value = text(name) else { return nil }
         guard let number = Int(value) else { throw ValidationError("\(name) must be a whole number") }

@@ -372,8 +372,8 @@ struct ServeCommand: AsyncParsableCommand {
     func settings(_ environment: ImgproxyEnvironment) throws -> Settings {
         var settings = Settings()
         (settings.host, settings.port) = try Self.address(host: host, port: port, environment: environment)
-        settings.signatureSize = try signatureSize ?? environment.integer("IMGPROXY_SIGNATURE_SIZE") ?? 32
-        guard (1...32).contains(settings.signatureSize) else { throw ValidationError("--signature-size is 1 to 32") }
+        settings.signatureSize =
+            try environment.integer(signatureSize, "--signature-size", "IMGPROXY_SIGNATURE_SIZE", in: 1...32) ?? 32
         settings.pathPrefix = pathPrefix ?? environment.text("IMGPROXY_PATH_PREFIX") ?? ""
         if settings.pathPrefix.hasSuffix("/") { settings.pathPrefix.removeLast() }
         guard settings.pathPrefix.isEmpty || settings.pathPrefix.hasPrefix("/") else {
@@ -390,7 +390,8 @@ struct ServeCommand: AsyncParsableCommand {
         }
         settings.allowSource = allowSource.isEmpty ? environment.list("IMGPROXY_ALLOWED_SOURCES") : allowSource
         settings.maxSrcBytes =
-            try maxSrcBytes ?? environment.integer("IMGPROXY_MAX_SRC_FILE_SIZE").flatMap {
+            try maxSrcBytes.map { try ImgproxyEnvironment.checked($0, "--max-src-bytes", 1...Int.max) }
+            ?? environment.integer(nil, "", "IMGPROXY_MAX_SRC_FILE_SIZE", in: 0...Int.max).flatMap {
                 $0 == 0 ? nil : $0
             } ?? (64 << 20)
         settings.maxSrcPixels = try maxSrcPixels ?? environment.megapixels("IMGPROXY_MAX_SRC_RESOLUTION") ?? 50_000_000
@@ -412,51 +413,42 @@ struct ServeCommand: AsyncParsableCommand {
         ] where value < 1 {
             throw ValidationError("\(name) must be 1 or more")
         }
-        settings.timeout = try timeout ?? environment.decimal("IMGPROXY_TIMEOUT") ?? 10
-        guard settings.timeout > 0, settings.timeout <= 3600 else {
-            throw ValidationError("--timeout must be between 0 and 3600")
-        }
-        settings.idleTimeout = try idleTimeout ?? environment.decimal("IMGPROXY_KEEP_ALIVE_TIMEOUT") ?? 60
-        guard settings.idleTimeout > 0, settings.idleTimeout <= 3600 else {
-            throw ValidationError("--idle-timeout must be between 0 and 3600")
-        }
-        settings.ttl = try ttl ?? environment.integer("IMGPROXY_TTL") ?? 31_536_000
+        settings.timeout = try environment.decimal(timeout, "--timeout", "IMGPROXY_TIMEOUT", in: 0.001...3600) ?? 10
+        settings.idleTimeout =
+            try environment.decimal(idleTimeout, "--idle-timeout", "IMGPROXY_KEEP_ALIVE_TIMEOUT", in: 0.001...3600)
+            ?? 60
+        settings.ttl = try environment.integer(ttl, "--ttl", "IMGPROXY_TTL", in: 0...Int.max) ?? 31_536_000
+        // imgproxy's 0 is "no limit" for the variables; the options take only limits.
         settings.maxConnections =
-            try maxConnections
-            ?? environment.integer("IMGPROXY_MAX_CLIENTS").flatMap {
+            try maxConnections.map { try ImgproxyEnvironment.checked($0, "--max-connections", 1...Int.max) }
+            ?? environment.integer(nil, "", "IMGPROXY_MAX_CLIENTS", in: 0...Int.max).flatMap { $0 == 0 ? nil : $0 }
+        settings.workers =
+            try environment.integer(workers, "--workers", "IMGPROXY_WORKERS", in: 1...Int.max)
+            ?? environment.integer(nil, "", "IMGPROXY_CONCURRENCY", in: 1...Int.max)
+        settings.queue =
+            try queue.map { try ImgproxyEnvironment.checked($0, "--queue", 0...Int.max) }
+            ?? environment.integer(nil, "", "IMGPROXY_REQUESTS_QUEUE_SIZE", in: 0...Int.max).flatMap {
                 $0 == 0 ? nil : $0
             }
-        if let connections = settings.maxConnections, connections < 1 {
-            throw ValidationError("--max-connections must be 1 or more")
-        }
-        settings.workers =
-            try workers ?? environment.integer("IMGPROXY_WORKERS")
-            ?? environment.integer(
-                "IMGPROXY_CONCURRENCY")
-        if let workers = settings.workers, workers < 1 { throw ValidationError("--workers must be 1 or more") }
-        settings.queue = try queue ?? environment.integer("IMGPROXY_REQUESTS_QUEUE_SIZE").flatMap { $0 == 0 ? nil : $0 }
         if let fetchesAhead, fetchesAhead < 0 { throw ValidationError("--fetches-ahead must be 0 or more") }
-        if let queue = settings.queue, queue < 0 { throw ValidationError("--queue must be 0 or more") }
         guard (0...19).contains(workerNiceness) else { throw ValidationError("--worker-niceness is 0 to 19") }
-        guard settings.ttl >= 0, resultCacheMB ?? 0 >= 0, diskCacheMB >= 0, sourceTtl ?? 0 >= 0,
-            staleWhenUnreachable ?? 0 >= 0
-        else {
-            throw ValidationError(
-                "--ttl, --result-cache-mb, --disk-cache-mb, --source-ttl and --stale-when-unreachable must be 0 or more"
-            )
+        for (name, value) in [
+            ("--result-cache-mb", resultCacheMB ?? 0), ("--disk-cache-mb", diskCacheMB),
+            ("--source-ttl", sourceTtl ?? 0),
+            ("--stale-when-unreachable", staleWhenUnreachable ?? 0),
+        ] {
+            _ = try ImgproxyEnvironment.checked(value, name, 0...Int.max)
         }
         // Qualities as imgproxy resolves them: the URL's q, then its fq, then the
         // format's quality here, then the common one.
-        settings.quality = try quality ?? environment.integer("IMGPROXY_QUALITY") ?? 80
+        settings.quality = try environment.integer(quality, "--quality", "IMGPROXY_QUALITY", in: 1...100) ?? 80
         for (format, value) in try environment.formatQualities("IMGPROXY_FORMAT_QUALITY") {
             settings.formatQuality[format] = value
         }
         for (format, value) in try ImgproxyEnvironment.formatQualities(formatQuality, name: "--format-quality") {
             settings.formatQuality[format] = value
         }
-        guard (1...100).contains(settings.quality), (0...9).contains(pngCompression) else {
-            throw ValidationError("--quality is 1 to 100, --png-compression 0 to 9")
-        }
+        _ = try ImgproxyEnvironment.checked(pngCompression, "--png-compression", 0...9)
         for name in settings.formatQuality.keys where ResultFormat(name: name) == nil {
             throw ValidationError("--format-quality: \(name) is not a format")
         }
@@ -487,16 +479,14 @@ struct ServeCommand: AsyncParsableCommand {
         }
         settings.logFormat = logFormat
         settings.drainDelay = drainDelay ?? 0
+        _ = try ImgproxyEnvironment.checked(settings.drainDelay, "--drain-delay", 0...3600)
         settings.gracefulStopTimeout =
-            try gracefulStopTimeout ?? environment.decimal("IMGPROXY_GRACEFUL_STOP_TIMEOUT") ?? settings.timeout * 2
+            try environment.decimal(
+                gracefulStopTimeout, "--graceful-stop-timeout", "IMGPROXY_GRACEFUL_STOP_TIMEOUT", in: 0...3600)
+            ?? min(settings.timeout * 2, 3600)
         settings.freeMemoryInterval =
-            try freeMemoryInterval ?? environment.decimal("IMGPROXY_FREE_MEMORY_INTERVAL") ?? 10
-        for (name, value) in [
-            ("--drain-delay", settings.drainDelay), ("--graceful-stop-timeout", settings.gracefulStopTimeout),
-            ("--free-memory-interval", settings.freeMemoryInterval),
-        ] where !(0...3600).contains(value) {
-            throw ValidationError("\(name) must be between 0 and 3600 seconds")
-        }
+            try environment.decimal(
+                freeMemoryInterval, "--free-memory-interval", "IMGPROXY_FREE_MEMORY_INTERVAL", in: 0...3600) ?? 10
         settings.logLevel = logLevel ?? environment.text("IMGPROXY_LOG_LEVEL").map { $0.lowercased() } ?? "info"
         if settings.logLevel == "warn" { settings.logLevel = "warning" }
         guard Logger.Level(rawValue: settings.logLevel) != nil else { throw ValidationError("unknown --log-level") }

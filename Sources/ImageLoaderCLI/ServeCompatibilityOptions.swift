@@ -270,11 +270,17 @@ struct ServeCompatibilityOptions: ParsableArguments {
             }
             fallbackBytes = Array(data)
         }
-        let status = try fallbackImageHttpCode ?? environment.integer("IMGPROXY_FALLBACK_IMAGE_HTTP_CODE") ?? 0
-        let ttl = try fallbackImageTtl ?? environment.integer("IMGPROXY_FALLBACK_IMAGE_TTL") ?? 0
-        guard status == 0 || (100...599).contains(status), ttl >= 0 else {
-            throw ValidationError("--fallback-image-http-code is 0 or 100 to 599, --fallback-image-ttl 0 or more")
+        let status =
+            try environment.integer(
+                fallbackImageHttpCode, "--fallback-image-http-code", "IMGPROXY_FALLBACK_IMAGE_HTTP_CODE", in: 0...599)
+            ?? 0
+        guard status == 0 || status >= 100 else {
+            throw ValidationError("the fallback image's HTTP code is 0 (the error's own) or 100 to 599")
         }
+        let ttl =
+            try environment.integer(
+                fallbackImageTtl, "--fallback-image-ttl", "IMGPROXY_FALLBACK_IMAGE_TTL", in: 0...Int.max)
+            ?? 0
         if let bytes = fallbackBytes {
             guard (try? ImageDecoder().info(.bytes(bytes))) != nil else {
                 throw ValidationError("the fallback image is not an image the service reads")
@@ -297,13 +303,13 @@ struct ServeCompatibilityOptions: ParsableArguments {
         let agent = userAgent ?? environment.text("IMGPROXY_USER_AGENT") ?? "imageloader"
         configuration.loader.requestHeaders.removeAll { $0.hasName("User-Agent") }
         configuration.loader.requestHeaders.append(HeaderField("User-Agent", agent))
-        let redirects = try maxRedirects ?? environment.integer("IMGPROXY_MAX_REDIRECTS") ?? 10
-        guard (0...100).contains(redirects) else { throw ValidationError("--max-redirects is 0 to 100") }
+        let redirects =
+            try environment.integer(maxRedirects, "--max-redirects", "IMGPROXY_MAX_REDIRECTS", in: 0...100) ?? 10
         configuration.loader.http.maxRedirects = redirects
-        let download = try downloadTimeout ?? environment.decimal("IMGPROXY_DOWNLOAD_TIMEOUT") ?? 5
-        guard download > 0, download <= 3600 else {
-            throw ValidationError("--download-timeout is above 0, at most 3600")
-        }
+        let download =
+            try environment.decimal(
+                downloadTimeout, "--download-timeout", "IMGPROXY_DOWNLOAD_TIMEOUT", in: 0.001...3600)
+            ?? 5
         configuration.downloadTimeout = .milliseconds(Int(download * 1000))
         configuration.network.allowsLoopback = try on(
             allowLoopbackSourceAddresses, "IMGPROXY_ALLOW_LOOPBACK_SOURCE_ADDRESSES")
