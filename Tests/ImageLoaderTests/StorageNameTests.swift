@@ -106,36 +106,17 @@ struct StorageNameTests {
         // with that field changed. An encoder gaining a field fails until it is listed here
         // and its storage name tells it apart.
         let exif: [UInt8] = [0x4D, 0x4D, 0, 42, 0, 0, 0, 8, 0, 0]
-        func png(_ change: (inout PNGEncoder) -> Void) -> PNGEncoder {
-            var encoder = PNGEncoder()
+        func changed<Encoder>(_ encoder: Encoder, _ change: (inout Encoder) -> Void) -> Encoder {
+            var encoder = encoder
             change(&encoder)
             return encoder
         }
-        func jpeg(_ change: (inout JPEGEncoder) -> Void) -> OutputFormat {
-            var encoder = JPEGEncoder(quality: 85)
-            change(&encoder)
-            return .jpeg(encoder)
-        }
-        func webp(_ change: (inout WebPEncoder) -> Void) -> OutputFormat {
-            var encoder = WebPEncoder()
-            change(&encoder)
-            return .webp(encoder)
-        }
-        func avif(_ change: (inout AVIFEncoder) -> Void) -> OutputFormat {
-            var encoder = AVIFEncoder()
-            change(&encoder)
-            return .avif(encoder)
-        }
-        func jxl(_ change: (inout JXLEncoder) -> Void) -> OutputFormat {
-            var encoder = JXLEncoder()
-            change(&encoder)
-            return .jxl(encoder)
-        }
-        func heic(_ change: (inout HEIFEncoder) -> Void) -> OutputFormat {
-            var encoder = HEIFEncoder()
-            change(&encoder)
-            return .heic(encoder)
-        }
+        func png(_ change: (inout PNGEncoder) -> Void) -> PNGEncoder { changed(PNGEncoder(), change) }
+        func jpeg(_ change: (inout JPEGEncoder) -> Void) -> OutputFormat { .jpeg(changed(JPEGEncoder(), change)) }
+        func webp(_ change: (inout WebPEncoder) -> Void) -> OutputFormat { .webp(changed(WebPEncoder(), change)) }
+        func avif(_ change: (inout AVIFEncoder) -> Void) -> OutputFormat { .avif(changed(AVIFEncoder(), change)) }
+        func jxl(_ change: (inout JXLEncoder) -> Void) -> OutputFormat { .jxl(changed(JXLEncoder(), change)) }
+        func heic(_ change: (inout HEIFEncoder) -> Void) -> OutputFormat { .heic(changed(HEIFEncoder(), change)) }
         let pngChanges: [String: PNGEncoder] = [
             "compressionLevel": png { $0.compressionLevel = 1 },
             "alwaysIncludeAlpha": png { $0.alwaysIncludeAlpha = true },
@@ -146,7 +127,7 @@ struct StorageNameTests {
             (.png(PNGEncoder()), PNGEncoder(), pngChanges.mapValues { .png($0) }),
             (.ico(ICOEncoder()), ICOEncoder(), ["png": .ico(ICOEncoder(png: png { $0.grayscale = true }))]),
             (
-                jpeg { _ in }, JPEGEncoder(quality: 85),
+                jpeg { _ in }, JPEGEncoder(),
                 [
                     "quality": jpeg { $0.quality = 70 }, "progressive": jpeg { $0.progressive.toggle() },
                     "optimizeHuffmanTables": jpeg { $0.optimizeHuffmanTables.toggle() },
