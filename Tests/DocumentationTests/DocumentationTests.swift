@@ -36,6 +36,29 @@ struct DocumentationTests {
         return [repository.appendingPathComponent("README.md")] + articles
     }()
 
+    @Test("README's layout names every folder of Sources and of each target, and every deploy folder")
+    func layoutNamesEveryFolder() throws {
+        let readme = try String(contentsOf: Self.repository.appendingPathComponent("README.md"), encoding: .utf8)
+        let files = FileManager.default
+        func folders(_ path: String) -> [String] {
+            let url = Self.repository.appendingPathComponent(path)
+            return ((try? files.contentsOfDirectory(atPath: url.path)) ?? []).filter { name in
+                var isFolder: ObjCBool = false
+                return files.fileExists(atPath: url.appendingPathComponent(name).path, isDirectory: &isFolder)
+                    && isFolder.boolValue && !name.hasSuffix(".docc") && name != "include"
+            }.sorted()
+        }
+        let targets = folders("Sources")
+        #expect(!targets.isEmpty)
+        for target in targets {
+            #expect(readme.contains(target), "Sources/\(target) is not in README's layout")
+            for folder in folders("Sources/" + target) {
+                #expect(readme.contains(folder + "/"), "Sources/\(target)/\(folder) is not in README's layout")
+            }
+        }
+        for folder in folders("deploy") { #expect(readme.contains("deploy/\(folder)/"), "deploy/\(folder)") }
+    }
+
     /// A fenced Swift block of a document: its text, and the program it belongs to.
     struct Block {
         let document: String
