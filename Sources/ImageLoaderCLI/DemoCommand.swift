@@ -75,9 +75,10 @@ struct DemoCommand: AsyncParsableCommand {
         print("each thumbnail from its file's bytes, in this process (median of \(DemoCommand.rounds)):")
         for entry in timed { print("  " + entry.line) }
         let sheet = out + "/sheet.png"
+        let tiles = timed.compactMap(\.entry)
         let heading =
-            "\(timed.count) images, thumbnails of \(size) px: upright, sRGB, times from the bytes in memory"
-        guard let picture = ContactSheet(cellSize: size, heading: heading).render(timed.map(\.entry)) else {
+            "\(tiles.count) images, thumbnails of \(size) px: upright, sRGB, times from the bytes in memory"
+        guard let picture = ContactSheet(cellSize: size, heading: heading).render(tiles) else {
             throw CommandFailure("\(folder): no thumbnails for the contact sheet")
         }
         try Terminal.write(try PNGEncoder().encode(picture), to: sheet)
@@ -88,12 +89,14 @@ struct DemoCommand: AsyncParsableCommand {
     /// Runs of each thumbnail timed; the median is reported.
     static let rounds = 3
 
-    /// Each file's thumbnail made from its bytes, timed, for the table and the sheet.
+    /// Each file's thumbnail made from its bytes, timed, for the table and the sheet. A
+    /// file that cannot be made into one (too large for the limits, damaged) gets a line
+    /// saying why and no tile; the others go on.
     func timings(folder: String, names: [String], options: ThumbnailOptions) throws -> [(
-        line: String, entry: SheetEntry
+        line: String, entry: SheetEntry?
     )] {
         let decoder = ImageDecoder()
-        var rows: [(line: String, entry: SheetEntry)] = []
+        var rows: [(line: String, entry: SheetEntry?)] = []
         let width = names.map(\.count).max() ?? 0
         for name in names {
             guard let data = FileManager.default.contents(atPath: folder + "/" + name),
@@ -101,10 +104,16 @@ struct DemoCommand: AsyncParsableCommand {
             else { continue }
             var times: [Duration] = []
             var thumbnail: RasterImage?
-            for _ in 0..<DemoCommand.rounds {
-                let start = ContinuousClock.now
-                thumbnail = try Input.naming(name) { try decoder.thumbnail(.data(data), options: options) }
-                times.append(ContinuousClock.now - start)
+            let padded = name + String(repeating: " ", count: width - name.count)
+            do {
+                for _ in 0..<DemoCommand.rounds {
+                    let start = ContinuousClock.now
+                    thumbnail = try decoder.thumbnail(.data(data), options: options)
+                    times.append(ContinuousClock.now - start)
+                }
+            } catch {
+                rows.append(("\(padded)  skipped: \(error)", nil))
+                continue
             }
             guard let thumbnail else { continue }
             let median = times.sorted()[times.count / 2]
@@ -113,7 +122,6 @@ struct DemoCommand: AsyncParsableCommand {
             let source =
                 "\(info.format.displayName) \(info.width)×\(info.height)\(frames), \(DemoCommand.size(data.count))"
             let made = "\(thumbnail.width)×\(thumbnail.height) in \(String(format: "%.1f", milliseconds)) ms"
-            let padded = name + String(repeating: " ", count: width - name.count)
             rows.append(
                 ("\(padded)  \(source) -> \(made)", SheetEntry(title: name, details: [source, made], image: thumbnail)))
         }

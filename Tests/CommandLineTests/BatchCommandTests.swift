@@ -234,6 +234,27 @@ struct BatchCommandTests {
         }
     }
 
+    @Test("the demo reports an image too large for the limits and goes on: its table and sheet have the others")
+    func demoSkipsTooLarge() async throws {
+        try await Command.withTemporaryDirectory { directory in
+            let images = directory.appendingPathComponent("images")
+            try FileManager.default.createDirectory(at: images, withIntermediateDirectories: true)
+            for name in ["images/png-rgb8.png", "images/jpeg-420.jpg", "hostile/png-30000x30000.png"] {
+                try FileManager.default.copyItem(
+                    atPath: Command.fixture(name),
+                    toPath: images.appendingPathComponent((name as NSString).lastPathComponent).path)
+            }
+            let out = directory.appendingPathComponent("demo").path
+            let result = try await Command.run(["demo", "--images", images.path, "--out", out, "--size", "48"])
+            #expect(result.status == 0, "\(result.stderr)")
+            // The 900-megapixel PNG is named with the reason; the other two are timed and on the sheet.
+            #expect(result.stdout.contains(#/png-30000x30000\.png +skipped: .*30000x30000/#), "\(result.stdout)")
+            #expect(result.stdout.contains(#/png-rgb8\.png +PNG /#) && result.stdout.contains(#/jpeg-420\.jpg +JPEG /#))
+            let sheet = try ImageDecoder().info(.file(path: out + "/sheet.png"))
+            #expect(sheet.format == .png)
+        }
+    }
+
     @Test("batch makes each distinct input once: one file, one request, and the summary counts the repeats")
     func repeatedInputs() async throws {
         let origin = try await TestOrigin.start()
