@@ -121,7 +121,7 @@ enum BatchReport {
 
     static func writeSheet(_ summary: BatchSummary, to path: String, size: Int) throws {
         let entries = summary.written.map { written in
-            let source = written.image.format.map { $0.displayName + " → " } ?? ""
+            let source = written.source.map { $0.displayName + " → " } ?? ""
             return SheetEntry(
                 title: URL(fileURLWithPath: written.input).lastPathComponent,
                 details: ["\(source)\(written.format.displayName), \(written.image.width)x\(written.image.height)"],

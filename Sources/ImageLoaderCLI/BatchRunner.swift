@@ -88,8 +88,9 @@ struct BatchSummary: Sendable {
     var bySource: [LoadedImage.Source: Int] = [:]
     var failures: [(input: String, reason: String)] = []
     var elapsed: Duration = .zero
-    /// The thumbnails kept for a contact sheet: the output's name, the input, the format written.
-    var written: [(name: String, input: String, format: ImageFormat, image: RasterImage)] = []
+    /// The thumbnails kept for a contact sheet: the output's name, the input, its format
+    /// (when known), the format written.
+    var written: [(name: String, input: String, source: ImageFormat?, format: ImageFormat, image: RasterImage)] = []
 
     var total: Int { succeeded + failures.count }
 }
@@ -126,7 +127,10 @@ struct BatchRunner {
                 case .written(let name, let format, let loaded):
                     summary.succeeded += 1
                     summary.bySource[loaded.source, default: 0] += 1
-                    if keepsImages { summary.written.append((name, item.input, format, loaded.image)) }
+                    if keepsImages {
+                        let source = BatchRunner.sourceFormat(of: loaded, url: item.url)
+                        summary.written.append((name, item.input, source, format, loaded.image))
+                    }
                     progress.finished(item.input, source: loaded.source.rawValue, failed: false)
                 case .failed(let reason):
                     summary.failures.append((item.input, reason))
@@ -177,6 +181,19 @@ struct BatchRunner {
             } catch {
                 return (index, .failed(reason: "cannot write: \(Terminal.describe(error))"))
             }
+        }
+    }
+
+    /// The format of a thumbnail's source: the image's own record, unless the thumbnail
+    /// was read back from the disk cache (its format is then the output's), when a file
+    /// is sniffed and a URL's is not known.
+    static func sourceFormat(of loaded: LoadedImage, url: URL) -> ImageFormat? {
+        switch loaded.source {
+        case .disk, .networkNotModified:
+            guard url.isFileURL else { return nil }
+            return try? ImageDecoder().format(of: .file(path: url.path))
+        default:
+            return loaded.image.format
         }
     }
 
