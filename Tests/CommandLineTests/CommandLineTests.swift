@@ -324,7 +324,7 @@ struct ErrorMessageTests {
         var testDescription: String { arguments.prefix(2).joined(separator: " ") + " " + says[0] }
     }
 
-    static let notAnImage = Command.fixture("../README.md")
+    static let notAnImage = Command.repository.appendingPathComponent("README.md").path
 
     static let cases: [Case] = [
         Case(arguments: ["info", notAnImage], says: [notAnImage, "not a supported image format"]),

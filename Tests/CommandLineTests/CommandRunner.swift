@@ -13,8 +13,7 @@ struct CommandResult {
 }
 
 enum Command {
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+    static let repository = RepositoryPaths.root
     static let fixtures = FixturePaths.root
 
     /// The executable next to the test bundle (the build products folder), or the one

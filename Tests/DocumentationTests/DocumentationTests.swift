@@ -24,8 +24,7 @@ let rasterImageOutputs: [String: [String]] = [
 /// resolves in a package of its own beside a clone whose folder is not called ImageLoader.
 @Suite("Documentation examples", .serialized)
 struct DocumentationTests {
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+    static let repository = RepositoryPaths.root
 
     /// The documents that hold Swift: README.md and every DocC article.
     static let documents: [URL] = {

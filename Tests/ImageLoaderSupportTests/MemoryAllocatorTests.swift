@@ -93,7 +93,9 @@ struct MemoryAllocatorTests {
     @Test("the GLIBC_TUNABLES the server article gives are the thresholds serve applies")
     func documentedTunables() throws {
         let article = try String(
-            contentsOfFile: FixturePaths.root + "/../Sources/ImageLoader/ImageLoader.docc/UsingInAServer.md",
+            contentsOfFile: RepositoryPaths.root.appendingPathComponent(
+                "Sources/ImageLoader/ImageLoader.docc/UsingInAServer.md"
+            ).path,
             encoding: .utf8)
         let line = try #require(article.split(separator: "\n").first { $0.contains("GLIBC_TUNABLES=") })
         #expect(line.contains("glibc.malloc.mmap_threshold=\(MemoryAllocator.largestArenaBlock)"))

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import ImageLoaderSupport
+import TestSupport
 import Testing
 import _CryptoExtras
 
@@ -12,8 +13,7 @@ import _CryptoExtras
 /// (Fixtures/generate-object-storage.py: botocore, google-auth, azure-storage-blob).
 @Suite("Object storage signing")
 struct ObjectStorageSigningTests {
-    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Fixtures")
+    static let fixtures = URL(fileURLWithPath: FixturePaths.root)
 
     /// Every case of AWS's suite, by its folder.
     static let suiteCases: [String] = {

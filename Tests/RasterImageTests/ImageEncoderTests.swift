@@ -1,5 +1,6 @@
 import Foundation
 import RasterImage
+import TestSupport
 import Testing
 
 @Suite("JPEG and WebP encoding")
@@ -38,7 +39,8 @@ struct ImageEncoderTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
         process.arguments = [
-            Fixtures.root + "/../scripts/reference-decoders.sh", "decode", input.path, output.path,
+            RepositoryPaths.root.appendingPathComponent("scripts/reference-decoders.sh").path, "decode", input.path,
+            output.path,
         ]
         try process.run()
         process.waitUntilExit()

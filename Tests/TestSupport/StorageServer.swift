@@ -24,8 +24,7 @@ public final class StorageServer: Sendable {
     private let syncs = NIOLockedValueBox(0)
 
     /// The package's root folder.
-    public static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent()
+    public static let packageRoot = RepositoryPaths.root
 
     public struct NotInstalled: Error, CustomStringConvertible {
         public let description =

@@ -18,12 +18,18 @@ public func waitUntil(_ what: String, _ condition: () async throws -> Bool) asyn
     }
 }
 
-/// The repository's Fixtures folder, found from this file's path.
+/// The repository's folder, found once, from this file's path (Tests/TestSupport/):
+/// every test that needs a file of the repository starts here.
+public enum RepositoryPaths {
+    /// The repository's root folder.
+    public static let root: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+}
+
+/// The repository's Fixtures folder.
 public enum FixturePaths {
     /// `Fixtures/`, without a trailing slash.
-    public static let root: String = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Fixtures").path
+    public static let root: String = RepositoryPaths.root.appendingPathComponent("Fixtures").path
 
     /// A file or folder under `Fixtures/`.
     public static func path(_ relative: String) -> String { root + "/" + relative }

@@ -34,8 +34,7 @@ enum HTTPDates {
 }
 
 enum TestImages {
-    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures")
+    static let fixtures = URL(fileURLWithPath: FixturePaths.root)
 
     static func bytes(_ name: String) -> [UInt8] {
         [UInt8](try! Data(contentsOf: fixtures.appendingPathComponent("images/" + name)))
