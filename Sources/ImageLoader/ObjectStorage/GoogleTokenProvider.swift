@@ -87,17 +87,29 @@ actor GoogleTokenProvider {
             throw ImageLoadingError(.credentials("no key to sign with"), url: "gs://")
         }
         let issued = Int(now.timeIntervalSince1970.rounded(.down))
-        var header = #"{"typ":"JWT","alg":"RS256""#
-        if let id = key.privateKeyID { header += #","kid":"# + GoogleTokenProvider.jsonString(id) }
-        header += "}"
-        let claims =
-            #"{"iat":\#(issued),"exp":\#(issued + 3600),"iss":"# + GoogleTokenProvider.jsonString(key.clientEmail)
-            + #","aud":"# + GoogleTokenProvider.jsonString(tokenURI) + #","scope":"#
-            + GoogleTokenProvider.jsonString(GoogleTokenProvider.scope) + "}"
+        let header = GoogleTokenProvider.json(AssertionHeader(kid: key.privateKeyID))
+        let claims = GoogleTokenProvider.json(
+            AssertionClaims(
+                iat: issued, exp: issued + 3600, iss: key.clientEmail, aud: tokenURI, scope: GoogleTokenProvider.scope))
         let input =
             Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
         let signature = try signingKey.signature(for: Data(input.utf8), padding: .insecurePKCS1v1_5)
         return input + "." + Base64URL.encode(Array(signature.rawRepresentation))
+    }
+
+    private struct AssertionHeader: Encodable {
+        var typ = "JWT"
+        var alg = "RS256"
+        /// Left out when the key names none.
+        var kid: String?
+    }
+
+    private struct AssertionClaims: Encodable {
+        var iat: Int
+        var exp: Int
+        var iss: String
+        var aud: String
+        var scope: String
     }
 
     private struct TokenAnswer: Decodable {
@@ -161,20 +173,13 @@ actor GoogleTokenProvider {
         return (token, Date().addingTimeInterval(lifetime))
     }
 
-    /// A JSON string literal for `text`.
-    static func jsonString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+    /// `value` as JSON text: keys sorted, slashes as they are (what Google's APIs read;
+    /// encoding strings and numbers is JSONEncoder's, not written by hand).
+    static func json(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Structs of strings, numbers and string dictionaries always encode.
+        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
     }
 }

@@ -371,13 +371,13 @@ struct GCSStore: ObjectStore {
     {
         // A multipart upload: the object's metadata (its content type and ours) and its bytes in one request.
         let boundary = "imageloader-" + Hex.lowercase(Array(SHA256.hash(data: body)).prefix(8).map { $0 })
-        var resource =
-            #"{"name":"# + GoogleTokenProvider.jsonString(object.key) + #","contentType":"#
-            + GoogleTokenProvider.jsonString(contentType) + #","metadata":{"#
-        resource += metadata.sorted(by: { $0.key < $1.key }).map {
-            GoogleTokenProvider.jsonString($0.key) + ":" + GoogleTokenProvider.jsonString($0.value)
-        }.joined(separator: ",")
-        resource += "}}"
+        struct Resource: Encodable {
+            var name: String
+            var contentType: String
+            var metadata: [String: String]
+        }
+        let resource = GoogleTokenProvider.json(
+            Resource(name: object.key, contentType: contentType, metadata: metadata))
         var payload = Array(
             ("--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n\(resource)\r\n--\(boundary)\r\n"
                 + "Content-Type: \(contentType)\r\n\r\n").utf8)
