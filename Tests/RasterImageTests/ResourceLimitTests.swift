@@ -1,4 +1,5 @@
 import Foundation
+import ImageLoaderSupport
 import Testing
 
 @testable import RasterImage

@@ -1,4 +1,5 @@
 import Foundation
+import ImageLoaderSupport
 import RasterImage
 
 /// The Cache-Control directives a private cache acts on (RFC 9111 §5.2, RFC 5861,

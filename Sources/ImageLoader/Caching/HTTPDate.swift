@@ -1,4 +1,5 @@
 import Foundation
+import ImageLoaderSupport
 import RasterImage
 
 /// HTTP dates (RFC 9110 §5.6.7): IMF-fixdate to write, and the two obsolete forms

@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import RasterImage
 
 /// The general path of a processing URL, imgproxy's pipeline step by step on a scaled

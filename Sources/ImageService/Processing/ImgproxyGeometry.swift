@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import RasterImage
 
 /// The sizes imgproxy works out for a source and the options (its `CalcParams`:

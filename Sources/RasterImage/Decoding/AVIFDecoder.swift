@@ -1,4 +1,5 @@
 import CAVIF
+import ImageLoaderSupport
 
 /// AVIF through libavif (AV1 by dav1d): stills, grids and animations (image
 /// sequences), 8-bit RGBA with straight alpha (premultiplied alpha is divided out),

@@ -1,3 +1,5 @@
+import ImageLoaderSupport
+
 /// BMP in Swift (no C library needed, and none can overrun a buffer here): 1, 4, 8,
 /// 16, 24 and 32 bits a pixel; BI_RGB, BI_BITFIELDS, BI_ALPHABITFIELDS, RLE8 and
 /// RLE4; bottom-up and top-down; OS/2 and Windows headers up to V5 with alpha masks

@@ -1,4 +1,5 @@
 import CGIF
+import ImageLoaderSupport
 
 /// GIF through giflib's record-level API, so every size is checked before anything
 /// is allocated. Frames are composited onto the canvas as browsers show them:

@@ -1,4 +1,5 @@
 import CHEIF
+import ImageLoaderSupport
 
 /// HEIF and HEIC through libheif (HEVC by libde265, AV1 by dav1d): the primary image
 /// only (never a depth map, an alpha plane or a thumbnail item), grids as one image,

@@ -1,4 +1,5 @@
 import CJPEG
+import ImageLoaderSupport
 
 /// JPEG through libjpeg-turbo: baseline and progressive, every subsampling, restart
 /// markers, grayscale, CMYK and Adobe-inverted YCCK (converted to RGB here), with

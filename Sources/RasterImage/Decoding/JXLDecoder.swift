@@ -1,4 +1,5 @@
 import CJXL
+import ImageLoaderSupport
 
 /// JPEG XL through libjxl: lossy (VarDCT) and lossless (modular), recompressed JPEGs,
 /// codestreams and containers, stills and animations (coalesced frames with durations

@@ -1,4 +1,5 @@
 import CPNG
+import ImageLoaderSupport
 
 /// PNG through libpng: every colour type and bit depth, palettes with tRNS,
 /// 16-bit scaled to 8 with rounding, Adam7 interlacing; iCCP and eXIf read.

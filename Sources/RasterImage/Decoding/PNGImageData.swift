@@ -1,4 +1,5 @@
 import CDeflate
+import ImageLoaderSupport
 
 /// The image data of the common PNG (8 bits a sample, not interlaced, a few megapixels)
 /// read in one piece: its IDAT chunks inflated into one buffer by libdeflate or ISA-L

@@ -1,4 +1,5 @@
 import CTIFF
+import ImageLoaderSupport
 
 /// TIFF through libtiff: strips and tiles, contiguous or separate planes, every
 /// codec libtiff has (none, LZW, deflate, PackBits, JPEG, ...), 1 to 16 bits,

@@ -1,4 +1,5 @@
 import CWebP
+import ImageLoaderSupport
 
 /// WebP through libwebp: lossy, lossless and alpha stills decoded straight into the
 /// output buffer; animations composited by libwebpdemux's WebPAnimDecoder; ICC

@@ -1,5 +1,6 @@
 import CDeflate
 import CISAL
+import ImageLoaderSupport
 
 /// Inflates a zlib stream, given in pieces (a PNG's IDAT chunks, in order), into a
 /// buffer of exactly the size it must fill, with whichever of two libraries is faster

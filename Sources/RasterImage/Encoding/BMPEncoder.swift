@@ -1,3 +1,5 @@
+import ImageLoaderSupport
+
 /// Writes Windows bitmaps: 24 bits a pixel (BI_RGB) for opaque images, 32 with an alpha
 /// mask (a BITMAPV4HEADER with BI_BITFIELDS, as libvips and browsers read it) for
 /// images with transparency; rows bottom-up, uncompressed.

@@ -1,4 +1,5 @@
 import CDeflate
+import ImageLoaderSupport
 
 /// A zlib stream that codes every byte as a literal, with no matches: blocks of
 /// ``blockBytes``, each with its own Huffman code built from its byte counts, or stored

@@ -1,5 +1,6 @@
 import CDeflate
 import CPNG
+import ImageLoaderSupport
 
 /// Writes the common PNG (up to ``maxFilteredBytes`` of image data) in one piece: the
 /// rows filtered here with SIMD, then compressed in one call, instead of a row at a time

@@ -1,4 +1,5 @@
 import CSVG
+import ImageLoaderSupport
 
 /// SVG through librsvg (opened when the first SVG is met), always sanitised first
 /// (``SVGSanitizer``, bounded by ``DecodingLimits/svg``) and always handed to librsvg

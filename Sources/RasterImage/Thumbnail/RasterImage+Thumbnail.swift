@@ -1,3 +1,5 @@
+import ImageLoaderSupport
+
 extension RasterImage {
     /// A thumbnail of this already decoded image: resampled into the box, cropped for
     /// `.fill`, converted to sRGB, turned upright, with straight alpha.

@@ -1,3 +1,5 @@
+import ImageLoaderSupport
+
 /// What a thumbnail should be: the box it fits (or fills), how it is resampled, and
 /// what happens to orientation, colour and frames.
 ///
