@@ -1,3 +1,5 @@
+import ImageLoaderSupport
+
 /// Values in memory under a byte budget (and optionally a count), evicted by SIEVE: the
 /// package's one in-memory cache (the loader's decoded images, the service's results).
 ///
