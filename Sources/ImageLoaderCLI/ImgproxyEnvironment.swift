@@ -29,7 +29,12 @@ struct ImgproxyEnvironment {
         _ option: Int?, _ flag: String, _ variable: String, in range: ClosedRange<Int>
     ) throws -> Int? {
         if let option { return try Self.checked(option, flag, range) }
-        return try integer(variable).map { try Self.checked($0, variable, range) }
+        return try integer(variable, in: range)
+    }
+
+    /// The variable's whole number, checked against `range` under the variable's name.
+    func integer(_ name: String, in range: ClosedRange<Int>) throws -> Int? {
+        try integer(name).map { try Self.checked($0, name, range) }
     }
 
     /// ``integer(_:_:_:in:)`` for a number that may have a fraction.

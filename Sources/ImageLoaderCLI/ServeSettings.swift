@@ -105,28 +105,31 @@ extension ServeCommand {
         settings.allowSource = allowSource.isEmpty ? environment.list("IMGPROXY_ALLOWED_SOURCES") : allowSource
         settings.maxSrcBytes =
             try maxSrcBytes.map { try ImgproxyEnvironment.checked($0, "--max-src-bytes", 1...Int.max) }
-            ?? environment.integer(nil, "", "IMGPROXY_MAX_SRC_FILE_SIZE", in: 0...Int.max).flatMap {
+            ?? environment.integer("IMGPROXY_MAX_SRC_FILE_SIZE", in: 0...Int.max).flatMap {
                 $0 == 0 ? nil : $0
             } ?? (64 << 20)
-        settings.maxSrcPixels = try maxSrcPixels ?? environment.megapixels("IMGPROXY_MAX_SRC_RESOLUTION") ?? 50_000_000
+        // Options take limits only; imgproxy's variables may also say 0 ("none") where it has that.
+        let positive = 1...Int.max
+        settings.maxSrcPixels =
+            try maxSrcPixels.map { try ImgproxyEnvironment.checked($0, "--max-src-pixels", positive) }
+            ?? environment.megapixels("IMGPROXY_MAX_SRC_RESOLUTION").map {
+                try ImgproxyEnvironment.checked($0, "IMGPROXY_MAX_SRC_RESOLUTION (in pixels)", positive)
+            } ?? 50_000_000
         settings.maxResultSize =
-            try maxResultSize ?? environment.integer("IMGPROXY_MAX_RESULT_DIMENSION").flatMap {
+            try maxResultSize.map { try ImgproxyEnvironment.checked($0, "--max-result-size", positive) }
+            ?? environment.integer("IMGPROXY_MAX_RESULT_DIMENSION", in: 0...Int.max).flatMap {
                 $0 == 0 ? nil : $0
             } ?? 8192
         settings.maxAnimationFrames =
-            try maxAnimationFrames ?? environment.integer("IMGPROXY_MAX_ANIMATION_FRAMES") ?? 1
+            try environment.integer(
+                maxAnimationFrames, "--max-animation-frames", "IMGPROXY_MAX_ANIMATION_FRAMES", in: positive) ?? 1
         settings.maxAnimationFramePixels =
-            try maxAnimationFramePixels
+            try maxAnimationFramePixels.map {
+                try ImgproxyEnvironment.checked($0, "--max-animation-frame-pixels", positive)
+            }
             ?? environment.megapixels("IMGPROXY_MAX_ANIMATION_FRAME_RESOLUTION").flatMap {
                 $0 == 0 ? nil : $0
             }
-        for (name, value) in [
-            ("--max-src-bytes", settings.maxSrcBytes), ("--max-src-pixels", settings.maxSrcPixels),
-            ("--max-result-size", settings.maxResultSize), ("--max-animation-frames", settings.maxAnimationFrames),
-            ("--max-animation-frame-pixels", settings.maxAnimationFramePixels ?? 1),
-        ] where value < 1 {
-            throw ValidationError("\(name) must be 1 or more")
-        }
         settings.timeout = try environment.decimal(timeout, "--timeout", "IMGPROXY_TIMEOUT", in: 0.001...3600) ?? 10
         settings.idleTimeout =
             try environment.decimal(idleTimeout, "--idle-timeout", "IMGPROXY_KEEP_ALIVE_TIMEOUT", in: 0.001...3600)
@@ -135,13 +138,13 @@ extension ServeCommand {
         // imgproxy's 0 is "no limit" for the variables; the options take only limits.
         settings.maxConnections =
             try maxConnections.map { try ImgproxyEnvironment.checked($0, "--max-connections", 1...Int.max) }
-            ?? environment.integer(nil, "", "IMGPROXY_MAX_CLIENTS", in: 0...Int.max).flatMap { $0 == 0 ? nil : $0 }
+            ?? environment.integer("IMGPROXY_MAX_CLIENTS", in: 0...Int.max).flatMap { $0 == 0 ? nil : $0 }
         settings.workers =
             try environment.integer(workers, "--workers", "IMGPROXY_WORKERS", in: 1...Int.max)
-            ?? environment.integer(nil, "", "IMGPROXY_CONCURRENCY", in: 1...Int.max)
+            ?? environment.integer("IMGPROXY_CONCURRENCY", in: 1...Int.max)
         settings.queue =
             try queue.map { try ImgproxyEnvironment.checked($0, "--queue", 0...Int.max) }
-            ?? environment.integer(nil, "", "IMGPROXY_REQUESTS_QUEUE_SIZE", in: 0...Int.max).flatMap {
+            ?? environment.integer("IMGPROXY_REQUESTS_QUEUE_SIZE", in: 0...Int.max).flatMap {
                 $0 == 0 ? nil : $0
             }
         if let fetchesAhead, fetchesAhead < 0 { throw ValidationError("--fetches-ahead must be 0 or more") }

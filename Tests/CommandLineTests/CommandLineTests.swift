@@ -370,6 +370,10 @@ struct ErrorMessageTests {
             arguments: ["serve", "--allow-unsigned"], environment: ["IMGPROXY_QUALITY": "101"],
             says: ["IMGPROXY_QUALITY must be between 1 and 100"], neverSays: ["--quality"], status: 64),
         Case(
+            arguments: ["serve", "--allow-unsigned"], environment: ["IMGPROXY_MAX_ANIMATION_FRAMES": "0"],
+            says: ["IMGPROXY_MAX_ANIMATION_FRAMES must be 1 or more"], neverSays: ["--max-animation-frames"],
+            status: 64),
+        Case(
             arguments: ["serve", "--allow-unsigned", "--timeout", "0"], environment: ["IMGPROXY_TIMEOUT": "5"],
             says: ["--timeout must be between 0.001 and 3600"], neverSays: ["IMGPROXY_TIMEOUT"], status: 64),
     ]
