@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the DocC documentation of RasterImage, ImageLoader and ImageService (their catalogs and every
+# Builds the DocC documentation of RasterImage, ImageLoader, ObjectStorage and ImageService (their catalogs and every
 # public symbol's comment); any DocC warning (a broken symbol link, say) fails it.
 #
 #   bash scripts/docs.sh            the archives, in .build/plugins/Swift-DocC/outputs/ (the tests run this)
@@ -7,9 +7,10 @@
 #                                   (PORT=... for another port); Ctrl-C stops it
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-targets=(RasterImage ImageLoader ImageService)
+targets=(RasterImage ImageLoader ObjectStorage ImageService)
 if [[ ${1:-} != serve ]]; then
-  swift package --disable-sandbox generate-documentation --target RasterImage --target ImageLoader --target ImageService \
+  swift package --disable-sandbox generate-documentation --target RasterImage --target ImageLoader --target ObjectStorage \
+    --target ImageService \
     --warnings-as-errors "$@"
   exit
 fi

@@ -6,6 +6,7 @@ import Foundation
 
 @testable import ImageLoader
 @testable import ImageService
+@testable import ObjectStorage
 @testable import RasterImage
 
 /// Decoding limits small enough that a fuzzer explores error paths instead of

@@ -35,8 +35,6 @@ public final class ImageLoader: Sendable {
     private let pipeline: ImagePipeline
     let context: PipelineContext
     private let dataLoader: any DataLoading
-    /// The object stores, when any is configured (``Configuration/objectStorage``).
-    let objectStores: ObjectStorageDataLoader?
     private let workers: WorkerPool
     private let isShutDown = Lock(false)
     /// The configuration's decoding limits, which every thumbnail key carries.
@@ -55,25 +53,7 @@ public final class ImageLoader: Sendable {
         memoryCache =
             configuration.cacheImagesInMemory
             ? MemoryCache(configuration: configuration.memoryCache, clock: configuration.clock) : nil
-        var http = configuration.http
-        http.clock = configuration.clock
-        let base: any DataLoading
-        if let custom = configuration.dataLoader {
-            base = custom
-        } else if let client = configuration.httpClient {
-            base = HTTPDataLoader(client: client, configuration: http, logger: configuration.logger)
-        } else {
-            base = HTTPDataLoader(configuration: http, logger: configuration.logger)
-        }
-        if configuration.objectStorage.schemes.isEmpty {
-            dataLoader = base
-            objectStores = nil
-        } else {
-            let stores = try ObjectStorageDataLoader(
-                configuration: configuration.objectStorage, http: http, fallback: base, logger: configuration.logger)
-            dataLoader = stores
-            objectStores = stores
-        }
+        dataLoader = configuration.makeDataLoader()
         workers = WorkerPool(threads: configuration.decodingThreads, niceness: configuration.workerNiceness)
         context = PipelineContext(
             configuration: configuration, diskCache: diskCache, memoryCache: memoryCache, dataLoader: dataLoader,

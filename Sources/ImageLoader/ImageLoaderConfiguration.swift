@@ -83,15 +83,16 @@ extension ImageLoader {
         /// follow redirects itself (`redirectConfiguration: .disallow`). `nil`: the loader
         /// makes its own from ``http``.
         public var httpClient: HTTPClient?
-        /// Another HTTP stack; `nil` for AsyncHTTPClient.
-        public var dataLoader: (any DataLoading)?
-        /// The object stores `s3://`, `gs://` and `abs://` URLs are read from (none by
-        /// default). Their reads take the same cache path as HTTP's.
+        /// Another HTTP stack, or a loader of other schemes (the ObjectStorage
+        /// library's `ObjectStorageDataLoader`); `nil` for AsyncHTTPClient. The loader
+        /// shuts it down with itself.
         ///
         /// ```swift
-        /// configuration.objectStorage.s3 = S3Configuration(region: "eu-west-1")
+        /// import ObjectStorage
+        /// configuration.dataLoader = try ObjectStorageDataLoader(
+        ///     ObjectStorageConfiguration(s3: S3Configuration(region: "eu-west-1")), wrapping: configuration)
         /// ```
-        public var objectStorage = ObjectStorageConfiguration()
+        public var dataLoader: (any DataLoading)?
 
         // MARK: Decoding
 
@@ -130,6 +131,21 @@ extension ImageLoader {
         public var logger = Logger(label: "ImageLoader", factory: { _ in SwiftLogNoOpLogHandler() })
         /// The clock for cache ages and error windows (tests substitute their own).
         public var clock: @Sendable () -> Date = { Date() }
+
+        /// ``http`` with the loader's ``clock``: what its own HTTP loader is made with.
+        package var httpWithClock: HTTPDataLoader.Configuration {
+            var http = self.http
+            http.clock = clock
+            return http
+        }
+
+        /// What the loader fetches through: ``dataLoader``, else an HTTP loader on
+        /// ``httpClient`` or on a client of its own.
+        package func makeDataLoader() -> any DataLoading {
+            if let dataLoader { return dataLoader }
+            if let httpClient { return HTTPDataLoader(client: httpClient, configuration: httpWithClock, logger: logger) }
+            return HTTPDataLoader(configuration: httpWithClock, logger: logger)
+        }
 
         /// The defaults: a disk cache in ``DiskCache/defaultDirectory()``, a memory cache, AsyncHTTPClient.
         public init() {}

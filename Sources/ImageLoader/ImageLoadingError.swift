@@ -41,8 +41,8 @@ public struct ImageLoadingError: Error, Sendable, Hashable, CustomStringConverti
         /// The URL failed before, often enough and recently enough that the loader did
         /// not ask again (error caching: ``ImageLoader/Configuration/maxAttemptsForErrors``).
         case rememberedFailure(status: Int?, attempts: Int)
-        /// Not an http, https or file URL, nor one of a configured object store
-        /// (``ObjectStorageConfiguration``).
+        /// Not an http, https or file URL, nor one the configured
+        /// ``DataLoading/canLoad(_:)`` takes (an object store's, for instance).
         case unsupportedURL
         /// An object store's credentials could not be had: none found, a key that does not
         /// parse, a token endpoint that refused. The words never contain a secret.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ImageLoader
+import ObjectStorage
 import ImageService
 
 /// The object stores `serve` reads `s3://`, `gs://` and `abs://` sources from, and the
@@ -115,7 +116,7 @@ struct ServeStorageOptions: ParsableArguments {
             }
             storage.azureBlob = azure
         }
-        configuration.loader.objectStorage = storage
+        configuration.objectStorage = storage
         for (option, given, variable, target) in [
             ("--allowed-bucket", allowedBucket, "ALLOWED_BUCKETS", \SourcePolicy.allowedBuckets),
             ("--denied-bucket", deniedBucket, "DENIED_BUCKETS", \SourcePolicy.deniedBuckets),

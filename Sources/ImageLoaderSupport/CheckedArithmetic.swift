@@ -1,5 +1,3 @@
-import ImageLoaderSupport
-
 /// Arithmetic on numbers that came from input (header fields, chunk lengths, offsets,
 /// dates, counts). Every such number crosses into the program through these helpers,
 /// so an overflow becomes `nil` (the caller throws a typed error or ignores the

@@ -1,5 +1,6 @@
 import Foundation
 import ImageLoader
+import ObjectStorage
 import ImageLoaderSupport
 import Logging
 import Metrics
@@ -125,16 +126,24 @@ extension ImageService {
         /// A bucket (and key prefix) that processed results are kept in and looked up
         /// from, shared by every instance that names it: `s3://thumbnails/v1`,
         /// `gs://...`, `abs://...`. Its store must be configured in
-        /// `loader.objectStorage`. A stored result is used while the result cache would
+        /// ``objectStorage``. A stored result is used while the result cache would
         /// keep it, with the header fields it was first sent with; it is written after the
         /// answer, without delaying it; a store that fails costs only the processing.
         /// `nil` (the default): results are kept in this process only.
         ///
         /// ```swift
-        /// configuration.loader.objectStorage.s3 = S3Configuration(region: "eu-west-1")
+        /// configuration.objectStorage.s3 = S3Configuration(region: "eu-west-1")
         /// configuration.resultStorage = URL(string: "s3://thumbnails/v1")
         /// ```
         public var resultStorage: URL?
+        /// The object stores `s3://`, `gs://` and `abs://` sources (and ``resultStorage``)
+        /// are read from; none by default. Sources are read through the loader, as
+        /// `https://` ones are: its disk cache, revalidation and shared downloads.
+        ///
+        /// ```swift
+        /// configuration.objectStorage.gcs = GCSConfiguration(serviceAccountKey: keyJSON)
+        /// ```
+        public var objectStorage = ObjectStorageConfiguration()
         /// Serve `POST /upload/{options}`.
         public var allowsUploads = false
         /// Include the GPS position in `/info` answers (`--info-exif-gps`). Off by default:

@@ -5,6 +5,7 @@ import HTTPTypes
 import ImageLoader
 import ImageLoaderSupport
 import Logging
+import ObjectStorage
 import RasterImage
 import ServiceLifecycle
 
@@ -42,7 +43,7 @@ public final class ImageService: Service, Sendable {
         /// The location asked for.
         public let location: URL
         public var description: String {
-            "result storage \(location.absoluteString): its store is not configured (loader.objectStorage)"
+            "result storage \(location.absoluteString): its store is not configured (objectStorage)"
         }
     }
 
@@ -97,16 +98,23 @@ public final class ImageService: Service, Sendable {
         loaderConfiguration.decodingOptions.limits = limits
         if let location = configuration.resultStorage {
             guard let scheme = location.scheme?.lowercased(),
-                configuration.loader.objectStorage.schemes.contains(scheme),
+                configuration.objectStorage.schemes.contains(scheme),
                 location.host?.isEmpty == false
             else {
                 throw ResultStorageUnavailable(location: location)
             }
         }
-        let loader = try ImageLoader(configuration: loaderConfiguration)
-        self.loader = loader
-        storage = configuration.resultStorage.map {
-            ResultStorage(location: $0, loader: loader, logger: configuration.logger)
+        // The stores read sources through the loader (its cache above them) and keep
+        // results directly; the loader shuts them down with itself.
+        let stores =
+            configuration.objectStorage.schemes.isEmpty
+            ? nil : try ObjectStorageDataLoader(configuration.objectStorage, wrapping: loaderConfiguration)
+        if let stores { loaderConfiguration.dataLoader = stores }
+        loader = try ImageLoader(configuration: loaderConfiguration)
+        if let location = configuration.resultStorage, let stores {
+            storage = ResultStorage(location: location, stores: stores, logger: configuration.logger)
+        } else {
+            storage = nil
         }
         results = configuration.resultCacheBytes > 0 ? ResultCache(maxBytes: configuration.resultCacheBytes) : nil
         admission = WorkScheduler(

@@ -283,10 +283,9 @@ struct DocumentationTests {
         let clone = folder.appendingPathComponent("checkout-of-the-library")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(at: clone, withDestinationURL: Self.repository)
-        let swift = try #require(
-            ["/opt/swift/usr/bin/swift", "/usr/bin/swift"].first { FileManager.default.isExecutableFile(atPath: $0) }
-                ?? ProcessInfo.processInfo.environment["PATH"]?.split(separator: ":")
-                .map({ $0 + "/swift" }).first { FileManager.default.isExecutableFile(atPath: $0) })
+        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { String($0) + "/swift" }
+        let candidates: [String] = ["/opt/swift/usr/bin/swift", "/usr/bin/swift"] + path
+        let swift = try #require(candidates.first { FileManager.default.isExecutableFile(atPath: $0) })
         for (index, manifest) in manifests.enumerated() {
             let package = folder.appendingPathComponent("app\(index)")
             try FileManager.default.createDirectory(

@@ -170,11 +170,7 @@ struct HTTPCacheFlow<Maker: CachedProductMaking>: Sendable {
     /// another process stored under a looser filter (or none), or before the filter
     /// tightened, is a miss: the request goes out again, through the filter.
     private func cameFromAllowedAddresses(_ response: StoredResponse) -> Bool {
-        guard context.configuration.dataLoader == nil, !context.isStoredObject(url),
-            let filter = context.configuration.http.addressFilter
-        else {
-            return true
-        }
+        guard let filter = context.dataLoader.addressFilter(for: url) else { return true }
         guard let addresses = response.connectedAddresses, !addresses.isEmpty else { return false }
         return addresses.allSatisfy(filter)
     }

@@ -24,12 +24,12 @@ public struct HeaderField: Codable, Sendable, Hashable {
 
 extension Array where Element == HeaderField {
     /// The first value of the field called `name`.
-    func first(named name: String) -> String? {
+    package func first(named name: String) -> String? {
         first { $0.hasName(name) }?.value
     }
 
     /// Every value of the field called `name`, in order.
-    func values(named name: String) -> [String] {
+    package func values(named name: String) -> [String] {
         filter { $0.hasName(name) }.map(\.value)
     }
 }

@@ -59,11 +59,43 @@ public struct DataResponse: Sendable, Hashable {
     }
 }
 
-/// Fetches bytes: the seam for another HTTP stack, or a fake one.
+/// Fetches bytes: the seam for another HTTP stack, a fake one, or a loader of other
+/// schemes that hands the rest on (the ObjectStorage library's `ObjectStorageDataLoader`
+/// reads `s3://`, `gs://` and `abs://` this way).
+///
+/// ```swift
+/// struct Fixtures: DataLoading {
+///     func load(_ request: DataRequest, progress: @escaping @Sendable (Int, Int?) -> Void) async throws
+///         -> DataResponse
+///     {
+///         DataResponse(url: request.url, status: 200, headers: [], body: bytes, requestTime: .now, responseTime: .now)
+///     }
+///     func shutdown() async throws {}
+/// }
+/// configuration.dataLoader = Fixtures()
+/// ```
 public protocol DataLoading: Sendable {
     /// Sends `request`, reporting progress (bytes received, bytes expected if known).
     /// Throws ``ImageLoadingError``.
     func load(_ request: DataRequest, progress: @escaping @Sendable (Int, Int?) -> Void) async throws -> DataResponse
-    /// Releases connections and threads.
+    /// Releases connections and threads. The loader calls it from its own
+    /// ``ImageLoader/shutdown()``.
     func shutdown() async throws
+    /// Whether `url` (which has a host) is one this loader fetches. By default `http`
+    /// and `https`; any other URL fails with `.unsupportedURL` before it is sent.
+    func canLoad(_ url: URL) -> Bool
+    /// The filter every address this loader connects to for `url` passes, if it has one
+    /// (``HTTPDataLoader/Configuration/addressFilter``). A stored response to `url` is
+    /// used only when each address it came from passes the filter that governs `url`
+    /// now. `nil` by default: the loader connects where it likes.
+    func addressFilter(for url: URL) -> (@Sendable (String) -> Bool)?
+}
+
+extension DataLoading {
+    public func canLoad(_ url: URL) -> Bool {
+        let scheme = url.scheme?.lowercased()
+        return scheme == "http" || scheme == "https"
+    }
+
+    public func addressFilter(for url: URL) -> (@Sendable (String) -> Bool)? { nil }
 }

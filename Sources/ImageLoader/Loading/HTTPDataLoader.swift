@@ -114,6 +114,9 @@ public final class HTTPDataLoader: DataLoading {
         pinned = configuration.addressFilter.map { _ in PinnedClients(configuration) }
     }
 
+    /// ``Configuration/addressFilter``, which every connection of this loader passes.
+    public func addressFilter(for url: URL) -> (@Sendable (String) -> Bool)? { configuration.addressFilter }
+
     public func shutdown() async throws {
         try await runEvery([
             { try await self.pinned?.shutdown() },

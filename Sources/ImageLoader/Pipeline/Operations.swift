@@ -2,11 +2,11 @@ import ImageLoaderSupport
 import RasterImage
 
 /// The loader's work outside the pipeline's loads: `decode(_:)`, `thumbnail(of:)`,
-/// `processing(_:)`, and the object stores' background refreshes. Each is
+/// `processing(_:)`, and (in the ObjectStorage library) the stores' background writes. Each is
 /// counted while it runs, so that ``ImageLoader/shutdown()`` can wait for all of them
 /// before it saves the disk cache's index and stops the threads they use; once the
 /// loader is shut down, new ones are refused with `.shutDown`.
-final class Operations: Sendable {
+package final class Operations: Sendable {
     private struct State {
         var running = 0
         var closed = false
@@ -22,17 +22,22 @@ final class Operations: Sendable {
         return try await body()
     }
 
-    /// Starts `body` in a task of its own, counted until it ends; nothing once closed.
-    func startInBackground(_ body: @escaping @Sendable () async -> Void) {
-        guard enter() else { return }
+    package init() {}
+
+    /// Starts `body` in a task of its own, counted until it ends; nothing once closed
+    /// (then `false`).
+    @discardableResult
+    package func startInBackground(_ body: @escaping @Sendable () async -> Void) -> Bool {
+        guard enter() else { return false }
         Task.detached {
             await body()
             self.leave()
         }
+        return true
     }
 
     /// Refuses new operations, then waits until those running have ended.
-    func closeAndWait() async {
+    package func closeAndWait() async {
         state.withLock { $0.closed = true }
         await waitUntilIdle()
     }

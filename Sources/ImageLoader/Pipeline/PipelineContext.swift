@@ -30,19 +30,11 @@ struct PipelineContext: Sendable {
 
     /// The request headers every request carries (and Vary compares).
     let requestHeaders: [HeaderField]
-    /// The schemes of the object stores configured (`s3`, `gs`, `abs`).
-    let storeSchemes: Set<String>
 
-    /// Whether `url` is one the loader fetches: http or https with a host, or an
-    /// object in a configured store.
+    /// Whether `url` is one the loader fetches: one with a host, of a scheme the data
+    /// loader takes (http and https, and the stores' when it reads object storage).
     func isFetchable(_ url: URL) -> Bool {
-        guard let scheme = url.scheme?.lowercased(), url.host != nil else { return false }
-        return scheme == "http" || scheme == "https" || storeSchemes.contains(scheme)
-    }
-
-    /// Whether `url` is an object in a store, which no address filter governs.
-    func isStoredObject(_ url: URL) -> Bool {
-        storeSchemes.contains(url.scheme?.lowercased() ?? "")
+        url.host != nil && dataLoader.canLoad(url)
     }
     /// The cores one worker's resize may use: its share of the machine. (Worked out
     /// once: `activeProcessorCount` reads the cgroup's files on every call.)
@@ -71,7 +63,6 @@ struct PipelineContext: Sendable {
             headers.append(HeaderField("Accept", types))
         }
         requestHeaders = headers
-        storeSchemes = configuration.objectStorage.schemes
         allCores = max(1, ProcessInfo.processInfo.activeProcessorCount)
         resizeCores = max(1, allCores / max(1, configuration.decodingThreads))
     }

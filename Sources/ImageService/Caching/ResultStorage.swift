@@ -3,6 +3,7 @@ import HTTPTypes
 import ImageLoader
 import Logging
 import NIOCore
+import ObjectStorage
 
 /// Processed results kept in a bucket (`s3://bucket/prefix`, `gs://...`, `abs://...`)
 /// that every instance of a cluster names: an instance looks a result up there before
@@ -13,7 +14,7 @@ import NIOCore
 struct ResultStorage: Sendable {
     /// The bucket and the key prefix, as the `serve` option names them.
     let location: URL
-    let loader: ImageLoader
+    let stores: ObjectStorageDataLoader
     let logger: Logger
 
     /// The object a request's result is kept in: the prefix, then the SHA-256 of the
@@ -40,7 +41,7 @@ struct ResultStorage: Sendable {
     func read(_ key: RequestKey, now: Date) async -> ProcessedResult? {
         let url = objectURL(for: key)
         do {
-            guard let (body, _) = try await loader.storedObject(at: url) else { return nil }
+            guard let (body, _) = try await stores.storedObject(at: url) else { return nil }
             guard let result = StoredResult.decode(body) else {
                 logger.warning("stored result unreadable, processed again", metadata: ["object": "\(url)"])
                 return nil
@@ -56,7 +57,7 @@ struct ResultStorage: Sendable {
     func write(_ result: ProcessedResult, for key: RequestKey, done: @escaping @Sendable (Bool) -> Void) {
         let url = objectURL(for: key)
         let logger = self.logger
-        loader.storeObjectInBackground(
+        stores.storeObjectInBackground(
             at: url, bytes: StoredResult.encode(result), contentType: "application/vnd.imageloader.result"
         ) { error in
             if let error {

@@ -19,7 +19,7 @@ extension ImageService {
         switch allowed {
         case .remote(let url):
             if let scheme = url.scheme?.lowercased(), let flag = SourcePolicy.objectStorageSchemes[scheme],
-                !configuration.loader.objectStorage.schemes.contains(scheme)
+                !configuration.objectStorage.schemes.contains(scheme)
             {
                 throw ServiceError(status: 404, "\(scheme):// sources are not enabled (imageloader serve \(flag))")
             }

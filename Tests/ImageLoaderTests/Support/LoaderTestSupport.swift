@@ -64,7 +64,9 @@ struct LoaderHarness: Sendable {
         for loader in loaders.all { try? await loader.shutdown() }
     }
 
-    func configuration(_ change: (inout ImageLoader.Configuration) -> Void = { _ in }) -> ImageLoader.Configuration {
+    func configuration(_ change: (inout ImageLoader.Configuration) throws -> Void = { _ in }) rethrows
+        -> ImageLoader.Configuration
+    {
         var configuration = ImageLoader.Configuration()
         configuration.cacheDirectory = directory
         let clock = self.clock
@@ -73,12 +75,12 @@ struct LoaderHarness: Sendable {
         // the cooperative pool, which the whole suite's synchronous work can hold for many
         // seconds on two cores; then a short one ends loads the test is not about.
         configuration.http.timeout = .seconds(120)
-        change(&configuration)
+        try change(&configuration)
         return configuration
     }
 
-    func loader(_ change: (inout ImageLoader.Configuration) -> Void = { _ in }) throws -> ImageLoader {
-        let loader = try ImageLoader(configuration: configuration(change))
+    func loader(_ change: (inout ImageLoader.Configuration) throws -> Void = { _ in }) throws -> ImageLoader {
+        let loader = try ImageLoader(configuration: try configuration(change))
         loaders.add(loader)
         return loader
     }

@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import ImageLoader
+@testable import ObjectStorage
 
 /// Where an S3 store's keys come from (AWS's standard chain, in its order) and how a
 /// GCS service account's token is fetched and kept, each endpoint played by a test origin.
@@ -156,7 +157,10 @@ struct ObjectStorageCredentialsTests {
             key["token_uri"] = origin.base + "/token"
             let json = String(decoding: try JSONSerialization.data(withJSONObject: key), as: UTF8.self)
             let loader = try harness.loader {
-                $0.objectStorage.gcs = GCSConfiguration(serviceAccountKey: json, endpoint: URL(string: origin.base)!)
+                $0.dataLoader = try ObjectStorageDataLoader(
+                    ObjectStorageConfiguration(
+                        gcs: GCSConfiguration(serviceAccountKey: json, endpoint: URL(string: origin.base)!)),
+                    wrapping: $0)
             }
             let a = try await loader.data(for: URL(string: "gs://photos/a.png")!)
             let b = try await loader.data(for: URL(string: "gs://photos/b.png")!)

@@ -6,6 +6,7 @@ import Testing
 import _CryptoExtras
 
 @testable import ImageLoader
+@testable import ObjectStorage
 
 /// The three stores' request signing, held to references we did not compute: AWS's
 /// published Signature Version 4 test suite (Fixtures/aws-sigv4, from botocore's copy),

@@ -1,5 +1,7 @@
 import Foundation
 import ImageLoader
+import ImageLoaderSupport
+@testable import ObjectStorage
 import RasterImage
 import TestSupport
 import Testing
@@ -75,7 +77,7 @@ struct ObjectStorageLoadingTests {
             // Given an object whose key has a folder and a space
             try await server.put(
                 "photos", "cats/tabby cat.png", TestImages.png, type: "image/png", cacheControl: "max-age=3600")
-            let loader = try harness.loader { $0.objectStorage = Self.storage(server) }
+            let loader = try harness.loader { $0.dataLoader = try ObjectStorageDataLoader(Self.storage(server), wrapping: $0) }
             let url = URL(string: "\(Self.scheme(kind))://photos/cats/tabby%20cat.png")!
             // When it is loaded twice
             let first = try await loader.data(for: url)
@@ -110,7 +112,7 @@ struct ObjectStorageLoadingTests {
     func revalidation(_ kind: StorageServer.Kind) async throws {
         try await withStore(kind) { server, harness in
             try await server.put("photos", "a.png", TestImages.png, type: "image/png", cacheControl: "no-cache")
-            let loader = try harness.loader { $0.objectStorage = Self.storage(server) }
+            let loader = try harness.loader { $0.dataLoader = try ObjectStorageDataLoader(Self.storage(server), wrapping: $0) }
             let url = URL(string: "\(Self.scheme(kind))://photos/a.png")!
             _ = try await loader.data(for: url)
             let again = try await loader.data(for: url)
@@ -137,7 +139,7 @@ struct ObjectStorageLoadingTests {
     func missingAndForbidden(_ kind: StorageServer.Kind) async throws {
         try await withStore(kind) { server, harness in
             try await server.put("photos", "a.png", TestImages.png, type: "image/png")
-            let loader = try harness.loader { $0.objectStorage = Self.storage(server) }
+            let loader = try harness.loader { $0.dataLoader = try ObjectStorageDataLoader(Self.storage(server), wrapping: $0) }
             await #expect(throws: ImageLoadingError(.httpStatus(404), url: "\(Self.scheme(kind))://photos/missing.png"))
             {
                 try await loader.data(for: URL(string: "\(Self.scheme(kind))://photos/missing.png")!)
@@ -156,7 +158,7 @@ struct ObjectStorageLoadingTests {
             #expect(try await server.requests().count == before)
             guard kind != .gcs else { return }  // the emulator checks no credentials
             let wrong = try harness.loader {
-                $0.objectStorage = Self.storage(server, wrongKey: true)
+                $0.dataLoader = try ObjectStorageDataLoader(Self.storage(server, wrongKey: true), wrapping: $0)
                 $0.cacheDirectory = nil
             }
             await #expect(throws: ImageLoadingError(.httpStatus(403), url: "\(Self.scheme(kind))://photos/a.png")) {
@@ -169,7 +171,7 @@ struct ObjectStorageLoadingTests {
     func oneRead(_ kind: StorageServer.Kind) async throws {
         try await withStore(kind) { server, harness in
             try await server.put("photos", "many.jpg", TestImages.jpeg, type: "image/jpeg")
-            let loader = try harness.loader { $0.objectStorage = Self.storage(server) }
+            let loader = try harness.loader { $0.dataLoader = try ObjectStorageDataLoader(Self.storage(server), wrapping: $0) }
             let url = URL(string: "\(Self.scheme(kind))://photos/many.jpg")!
             // The store holds the read until every load has joined it.
             try await server.setHolding(true)
@@ -194,7 +196,7 @@ struct ObjectStorageLoadingTests {
         try await withStore(kind) { server, harness in
             try await server.put(
                 "photos", "a.png", TestImages.png, type: "image/png", cacheControl: "max-age=60, stale-if-error=86400")
-            let loader = try harness.loader { $0.objectStorage = Self.storage(server) }
+            let loader = try harness.loader { $0.dataLoader = try ObjectStorageDataLoader(Self.storage(server), wrapping: $0) }
             let url = URL(string: "\(Self.scheme(kind))://photos/a.png")!
             _ = try await loader.data(for: url)
             harness.clock.advance(by: 120)
@@ -211,7 +213,7 @@ struct ObjectStorageLoadingTests {
         try await withStore(kind) { server, harness in
             let first = try #require(try await server.put("photos", "v.png", TestImages.png, type: "image/png"))
             try await server.put("photos", "v.png", TestImages.jpeg, type: "image/jpeg")
-            let loader = try harness.loader { $0.objectStorage = Self.storage(server) }
+            let loader = try harness.loader { $0.dataLoader = try ObjectStorageDataLoader(Self.storage(server), wrapping: $0) }
             let name = kind == .s3 ? "versionId" : "generation"
             let old = URL(string: "\(Self.scheme(kind))://photos/v.png?\(name)=\(first)")!
             #expect(try await loader.data(for: old).bytes == TestImages.png)
@@ -232,5 +234,36 @@ struct ObjectStorageLoadingTests {
             try await loader.data(for: URL(string: "s3://photos/a.png")!)
         }
         await harness.cleanUp()
+    }
+
+    @Test("The seam: the stores take their schemes, no address filter governs them, and every other URL goes on")
+    func seam() async throws {
+        var configuration = ImageLoader.Configuration()
+        configuration.http.addressFilter = { $0 == "203.0.113.7" }
+        let stores = try ObjectStorageDataLoader(
+            ObjectStorageConfiguration(s3: S3Configuration(region: "us-east-1"), gcs: GCSConfiguration()),
+            wrapping: configuration)
+        #expect(stores.schemes == ["s3", "gs"])
+        for (text, loads) in [
+            ("s3://photos/a.png", true), ("GS://photos/a.png", true), ("abs://photos/a.png", false),
+            ("https://example.com/a.png", true), ("ftp://example.com/a.png", false),
+        ] {
+            #expect(stores.canLoad(URL(string: text)!) == loads, "\(text)")
+        }
+        // An object's endpoint is configuration: no filter. An origin's: the wrapped loader's.
+        #expect(stores.addressFilter(for: URL(string: "s3://photos/a.png")!) == nil)
+        let filter = try #require(stores.addressFilter(for: URL(string: "https://example.com/a.png")!))
+        #expect(filter("203.0.113.7") && !filter("127.0.0.1"))
+        // Shut down, it refuses a write in the background with `.shutDown` (not silently).
+        try await stores.shutdown()
+        let refused = Lock<(any Error)?>(nil)
+        await confirmation { done in
+            stores.storeObjectInBackground(at: URL(string: "s3://photos/b.png")!, bytes: [1], contentType: "x") {
+                error in
+                refused.withLock { $0 = error }
+                done()
+            }
+        }
+        #expect((refused.withLock { $0 } as? ImageLoadingError)?.reason == .shutDown)
     }
 }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ImageLoader
 import ImageLoaderSupport
 import _CryptoExtras
 

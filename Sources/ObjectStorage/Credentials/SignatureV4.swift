@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ImageLoader
 import ImageLoaderSupport
 
 /// AWS Signature Version 4 (the `AWS4-HMAC-SHA256` scheme), as AWS's "Signature Version 4

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ImageLoader
 
 /// Azure Storage's Shared Key authorization (the Blob service's form, version
 /// 2009-09-19 and later): an HMAC-SHA256, with the account's key, over the method, the

@@ -1,4 +1,5 @@
 import Foundation
+import ImageLoader
 import ImageLoaderSupport
 import Logging
 

@@ -1,4 +1,5 @@
 import Foundation
+import ImageLoader
 
 /// Where `s3://`, `gs://` and `abs://` URLs are read, and with which credentials.
 ///
@@ -6,12 +7,13 @@ import Foundation
 /// `abs://container/blob`) as it loads `https://` URLs: through the same RFC 9111 disk
 /// cache, revalidated with the store's validators, one read per object however many
 /// callers ask, failures remembered. The store's endpoint is the operator's choice, so
-/// ``HTTPDataLoader/Configuration/addressFilter`` does not apply to it; credentials
+/// `HTTPDataLoader.Configuration.addressFilter` does not apply to it; credentials
 /// are added to each request as it leaves and never reach logs, errors or the cache.
 ///
 /// ```swift
 /// var configuration = ImageLoader.Configuration()
-/// configuration.objectStorage.s3 = S3Configuration(region: "eu-west-1")
+/// configuration.dataLoader = try ObjectStorageDataLoader(
+///     ObjectStorageConfiguration(s3: S3Configuration(region: "eu-west-1")), wrapping: configuration)
 /// let loader = try ImageLoader(configuration: configuration)
 /// let image = try await loader.image(for: URL(string: "s3://photos/2026/cat.jpg")!)
 /// ```
