@@ -4,18 +4,15 @@ import ImageLoaderSupport
 import Logging
 
 /// An S3 store's credentials, resolved by ``AWSCredentialSource`` and kept until five
-/// minutes before they expire; callers that ask while they are being fetched share
-/// the one fetch. Every request asks, so the kept credentials are read under a lock,
-/// without a hop to another executor; only a fetch goes through the actor.
-actor AWSCredentialProvider {
-    private nonisolated let source: AWSCredentialSource
+/// minutes before they expire (``KeptCredential``: callers that ask while they are
+/// being fetched share the one fetch).
+final class AWSCredentialProvider: Sendable {
+    private let source: AWSCredentialSource
     private let environment: [String: String]
     /// For the container and instance metadata endpoints (short timeouts).
     private let metadata: any DataLoading
     private let logger: Logger
-    /// The credentials fetched last (read without the actor by ``credentials()``).
-    private nonisolated let cached = Lock<AWSCredentials?>(nil)
-    private var refreshing: Task<AWSCredentials, any Error>?
+    private let kept = KeptCredential<AWSCredentials> { !AWSCredentialProvider.expiresSoon($0, now: Date()) }
 
     /// How long before expiry temporary credentials are replaced.
     static let refreshMargin: TimeInterval = 300
@@ -31,26 +28,12 @@ actor AWSCredentialProvider {
     }
 
     /// The credentials to sign with; `nil` for anonymous requests.
-    nonisolated func credentials() async throws -> AWSCredentials? {
+    func credentials() async throws -> AWSCredentials? {
         switch source {
         case .anonymous: return nil
         case .fixed(let credentials): return credentials
-        case .standard, .standardWith: break
+        case .standard, .standardWith: return try await kept.value { try await self.resolve() }
         }
-        if let kept = cached.withLock({ $0 }), !AWSCredentialProvider.expiresSoon(kept, now: Date()) { return kept }
-        return try await fetched()
-    }
-
-    /// Fetches the credentials, or joins the fetch under way.
-    private func fetched() async throws -> AWSCredentials {
-        if let kept = cached.withLock({ $0 }), !AWSCredentialProvider.expiresSoon(kept, now: Date()) { return kept }
-        if let refreshing { return try await refreshing.value }
-        let task = Task { try await self.resolve() }
-        refreshing = task
-        defer { refreshing = nil }
-        let credentials = try await task.value
-        cached.withLock { $0 = credentials }
-        return credentials
     }
 
     static func expiresSoon(_ credentials: AWSCredentials, now: Date) -> Bool {
@@ -108,7 +91,7 @@ actor AWSCredentialProvider {
     }
 
     /// The region the profile's config file section names, if any.
-    nonisolated static func configuredRegion(environment: [String: String]) -> String? {
+    static func configuredRegion(environment: [String: String]) -> String? {
         if let region = environment["AWS_REGION"], !region.isEmpty { return region }
         if let region = environment["AWS_DEFAULT_REGION"], !region.isEmpty { return region }
         let profile = environment["AWS_PROFILE"].flatMap { $0.isEmpty ? nil : $0 } ?? "default"
@@ -119,7 +102,7 @@ actor AWSCredentialProvider {
     }
 
     /// The `key = value` lines of `[name]` in an INI file (comments with `#` or `;`).
-    nonisolated static func section(_ name: String, of text: String) -> [String: String] {
+    static func section(_ name: String, of text: String) -> [String: String] {
         var values: [String: String] = [:]
         var inside = false
         for raw in text.split(whereSeparator: \.isNewline) {

@@ -8,8 +8,9 @@ import _CryptoExtras
 /// bearer flow Google documents for server-to-server use (a JWT signed with the
 /// account's RSA key, RS256, exchanged at the key's `token_uri`), or the attached
 /// service account's from the metadata server of a Google Cloud machine. Each is kept
-/// until five minutes before it expires; callers that ask during a fetch share it.
-actor GoogleTokenProvider {
+/// until five minutes before it expires (``KeptCredential``: callers that ask during a
+/// fetch share it).
+final class GoogleTokenProvider: Sendable {
     /// The fields of a service account's JSON key that the flow uses.
     struct Key: Decodable, Sendable {
         var type: String?
@@ -37,8 +38,13 @@ actor GoogleTokenProvider {
     /// The metadata server's token URL, when there is no key.
     private let metadataURL: URL?
     private let http: any DataLoading
-    private var cached: (token: String, expires: Date)?
-    private var refreshing: Task<(token: String, expires: Date), any Error>?
+    private let kept = KeptCredential<Token> { $0.expires.timeIntervalSinceNow > 300 }
+
+    /// An access token and when it expires.
+    struct Token: Sendable {
+        var token: String
+        var expires: Date
+    }
 
     /// Parses `json` (a service account key); throws `.credentials` naming what is wrong,
     /// never the key's contents.
@@ -71,14 +77,7 @@ actor GoogleTokenProvider {
 
     /// A current access token.
     func token() async throws -> String {
-        if let cached, cached.expires.timeIntervalSinceNow > 300 { return cached.token }
-        if let refreshing { return try await refreshing.value.token }
-        let task = Task { try await self.exchange() }
-        refreshing = task
-        defer { refreshing = nil }
-        let fresh = try await task.value
-        cached = fresh
-        return fresh.token
+        try await kept.value { try await self.exchange() }.token
     }
 
     /// The signed assertion for `now`, as Google's client libraries write it: header
@@ -123,7 +122,7 @@ actor GoogleTokenProvider {
         }
     }
 
-    private func exchange() async throws -> (token: String, expires: Date) {
+    private func exchange() async throws -> Token {
         if let metadataURL { return try await fromMetadataServer(metadataURL) }
         guard let url = URL(string: tokenURI) else {
             throw ImageLoadingError(.credentials("the GCS key's token_uri is not a URL"), url: "gs://")
@@ -147,10 +146,10 @@ actor GoogleTokenProvider {
                 url: "gs://")
         }
         let lifetime = TimeInterval(min(max(answer.expiresIn ?? 3600, 0), 86_400))
-        return (token, Date().addingTimeInterval(lifetime))
+        return Token(token: token, expires: Date().addingTimeInterval(lifetime))
     }
 
-    private func fromMetadataServer(_ url: URL) async throws -> (token: String, expires: Date) {
+    private func fromMetadataServer(_ url: URL) async throws -> Token {
         let response: DataResponse
         do {
             response = try await http.load(DataRequest(url: url, headers: [HeaderField("Metadata-Flavor", "Google")])) {
@@ -171,7 +170,7 @@ actor GoogleTokenProvider {
                 .credentials("the metadata server answered \(response.status) without a token"), url: "gs://")
         }
         let lifetime = TimeInterval(min(max(answer.expiresIn ?? 3600, 0), 86_400))
-        return (token, Date().addingTimeInterval(lifetime))
+        return Token(token: token, expires: Date().addingTimeInterval(lifetime))
     }
 
     /// `value` as JSON text: keys sorted, slashes as they are (what Google's APIs read;

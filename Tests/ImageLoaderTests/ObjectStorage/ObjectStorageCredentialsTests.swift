@@ -199,6 +199,21 @@ struct ObjectStorageCredentialsTests {
         let asked = origin.requests("/computeMetadata/v1/instance/service-accounts/default/token")
         #expect(asked.count == 1)
         #expect(asked.first?.header("Metadata-Flavor") == "Google")
+        // Callers that ask while a token is fetched share that fetch: one request for eight.
+        let gate = Gate()
+        origin.serve(
+            "/computeMetadata/v1/instance/service-accounts/default/token",
+            .init(body: Array(#"{"access_token":"ya29.shared","expires_in":3599}"#.utf8), gate: gate))
+        let sharing = GoogleTokenProvider(metadataHost: "127.0.0.1:\(origin.port)", http: Self.metadataLoader)
+        try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<8 { group.addTask { try await sharing.token() } }
+            try await waitUntil("the fetch has arrived") {
+                origin.requests("/computeMetadata/v1/instance/service-accounts/default/token").count == 2
+            }
+            gate.open()
+            for try await token in group { #expect(token == "ya29.shared") }
+        }
+        #expect(origin.requests("/computeMetadata/v1/instance/service-accounts/default/token").count == 2)
         // No server there: a typed error saying what to give instead.
         let nowhere = GoogleTokenProvider(metadataHost: "127.0.0.1:9", http: Self.metadataLoader)
         await #expect {

@@ -167,7 +167,7 @@ struct ObjectStorageSigningTests {
     func gcsAssertion() async throws {
         let reference = ObjectStorageSigningTests.signatures.gcs
         let provider = try GoogleTokenProvider(json: reference.key, http: UnusedLoader())
-        let ours = try await provider.assertion(at: Date(timeIntervalSince1970: TimeInterval(reference.issuedAt)))
+        let ours = try provider.assertion(at: Date(timeIntervalSince1970: TimeInterval(reference.issuedAt)))
         func parts(_ jwt: String) throws -> [[String: String]] {
             try jwt.split(separator: ".").prefix(2).map { part in
                 var text = part.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
