@@ -95,8 +95,9 @@ let package = Package(
         // alone and called only when the CPU has them (the Swift loops run otherwise).
         .target(name: "CResample"),
         // What the other targets share and users never see (package access only): the
-        // lock, the one way to wait, shared work, the scheduler, deadlines.
-        .target(name: "ImageLoaderSupport"),
+        // lock, the one way to wait, shared work, the scheduler, deadlines, checked
+        // arithmetic, the checksummed envelope (CRC32C by ISA-L).
+        .target(name: "ImageLoaderSupport", dependencies: ["CISAL"]),
         .target(
             name: "RasterImage",
             dependencies: [
@@ -191,7 +192,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageLoaderSupportTests",
-            dependencies: ["ImageLoaderSupport", "TestSupport"]
+            dependencies: ["ImageLoaderSupport", "CISAL", "TestSupport"]
         ),
         .testTarget(
             name: "ImageLoaderTests",

@@ -34,7 +34,7 @@ struct CacheIntegrityTests {
             case .zeroedPage:
                 let start = bytes.count - 4096 - 10
                 for index in start..<(start + 4096) { bytes[index] = 0 }
-            case .metadataByte: bytes[EntryFile.headerSize + 5] ^= 0x01
+            case .metadataByte: bytes[ChecksummedEnvelope.headerSize + 5] ^= 0x01
             case .overwritten:
                 for (index, byte) in Array("GIF89a, nothing to do with it".utf8).enumerated() { bytes[index] = byte }
             }

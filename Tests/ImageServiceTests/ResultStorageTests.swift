@@ -42,17 +42,21 @@ struct ResultStorageTests {
         #expect(StoredResult.decode(Array("\u{89}PNG\r\n\u{1A}\n".utf8)) == nil)
         // Cut inside the header.
         #expect(StoredResult.decode(Array(bytes.prefix(20))) == nil)
-        // A header length past the end, or past the limit.
+        // A header length past the end.
         var long = bytes
-        long[4] = 0x7F
+        long[7] = 0x7F
         #expect(StoredResult.decode(long) == nil)
-        // A header that is not JSON.
-        var garbled = bytes
-        garbled[9] = UInt8(ascii: "!")
-        #expect(StoredResult.decode(garbled) == nil)
+        // Any byte of the header or of the image changed after it was written (the checksums).
+        for offset in [30, bytes.count / 2, bytes.count - 1] {
+            var changed = bytes
+            changed[offset] ^= 0x10
+            #expect(StoredResult.decode(changed) == nil, "byte \(offset)")
+        }
         // Cut in the image's bytes, or with bytes after them.
         #expect(StoredResult.decode(Array(bytes.dropLast(2))) == nil)
         #expect(StoredResult.decode(bytes + [0]) == nil)
+        // The earlier form, without checksums, is not read.
+        #expect(StoredResult.decode(Array("ILR1".utf8) + bytes.dropFirst(4)) == nil)
     }
 
     @Test("Object names: prefix, two folder levels, the digest of path and features; another path another name")

@@ -1,3 +1,4 @@
+import ImageLoaderSupport
 import RasterImage
 
 // The names the caches file thumbnails under. They belong to the caches, not to the

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import ImageLoader
+import ImageLoaderSupport
 import Logging
 import NIOCore
 import ObjectStorage
@@ -68,10 +69,12 @@ struct ResultStorage: Sendable {
     }
 }
 
-/// The stored form of a result: `ILR1`, the length of the header (4 bytes, big-endian),
-/// the header as JSON, then the image's bytes.
+/// The stored form of a result: a ``ChecksummedEnvelope`` with the magic `ILR2`, the
+/// header as JSON for its metadata and the image's bytes for its body (an object cut
+/// short or changed in the bucket is no result). Objects of the earlier, unchecked form
+/// (`ILR1`) are not read: their results are made again and stored anew.
 enum StoredResult {
-    static let magic = Array("ILR1".utf8)
+    static let magic = Array("ILR2".utf8)
     /// The most header bytes read: a result's fields are a few hundred.
     static let maxHeaderBytes = 64 << 10
 
@@ -100,19 +103,15 @@ enum StoredResult {
             contentDisposition: meta.contentDisposition, extra: meta.extra.map { [$0.name.rawName, $0.value] },
             bodyLength: result.body.readableBytes)
         let json = Array((try? JSONEncoder().encode(header)) ?? Data())
-        let length = UInt32(json.count)
-        return magic + [UInt8(length >> 24), UInt8(length >> 16 & 255), UInt8(length >> 8 & 255), UInt8(length & 255)]
-            + json + Array(result.body.readableBytesView)
+        return ChecksummedEnvelope.encode(magic: magic, metadata: json, body: result.body.readableBytesView)
     }
 
     /// The result `bytes` hold; `nil` for anything that is not one (a damaged or foreign object).
     static func decode(_ bytes: [UInt8]) -> ProcessedResult? {
-        guard bytes.count >= 8, Array(bytes[0..<4]) == magic else { return nil }
-        let length = Int(bytes[4]) << 24 | Int(bytes[5]) << 16 | Int(bytes[6]) << 8 | Int(bytes[7])
-        guard length <= maxHeaderBytes, length <= bytes.count - 8 else { return nil }
-        guard let header = try? JSONDecoder().decode(Header.self, from: Data(bytes[8..<(8 + length)])),
-            (200..<600).contains(header.status), header.keepUntil.isFinite,
-            header.bodyLength == bytes.count - 8 - length
+        guard case .valid(let json, let body) = ChecksummedEnvelope.decode(bytes, magic: magic),
+            json.count <= maxHeaderBytes,
+            let header = try? JSONDecoder().decode(Header.self, from: Data(json)),
+            (200..<600).contains(header.status), header.keepUntil.isFinite, header.bodyLength == body.count
         else { return nil }
         var extra = HTTPFields()
         for pair in header.extra {
@@ -125,6 +124,6 @@ enum StoredResult {
             lastModified: header.lastModified, vary: header.vary,
             keepUntil: Date(timeIntervalSince1970: header.keepUntil), caching: header.caching,
             contentDisposition: header.contentDisposition, extra: extra)
-        return ProcessedResult(bytes: Array(bytes[(8 + length)...]), meta: meta)
+        return ProcessedResult(bytes: body, meta: meta)
     }
 }

@@ -1,7 +1,7 @@
 import CISAL
 import Testing
 
-@testable import RasterImage
+@testable import ImageLoaderSupport
 
 @Suite("CRC32C, the disk cache's checksum")
 struct CRC32CTests {
