@@ -68,7 +68,7 @@ public final class DiskCache: Sendable {
         var modified: Double
     }
 
-    private struct State {
+    struct State {
         var index: [String: IndexEntry] = [:]
         var totalBytes = 0
         /// Entries written or removed since the index was last written.
@@ -103,12 +103,12 @@ public final class DiskCache: Sendable {
     public let directory: String
     /// Past this many bytes of entries, the least recently used are removed.
     public let maxBytes: Int
-    private let clock: @Sendable () -> Date
-    private let state: Lock<State>
+    let clock: @Sendable () -> Date
+    let state: Lock<State>
 
-    private var entriesDirectory: String { directory + "/entries" }
-    private var temporaryDirectory: String { directory + "/tmp" }
-    private var indexPath: String { directory + "/index.json" }
+    var entriesDirectory: String { directory + "/entries" }
+    var temporaryDirectory: String { directory + "/tmp" }
+    var indexPath: String { directory + "/index.json" }
     private var countersPath: String { directory + "/counters.json" }
 
     /// `$XDG_CACHE_HOME/imageloader`, else `~/.cache/imageloader`, as the XDG base
@@ -276,73 +276,6 @@ public final class DiskCache: Sendable {
         }
         if rescan { rescanFolder() }
         evictIfNeeded()
-    }
-
-    // MARK: Sharing the folder with other processes
-
-    private func folderStamp() -> FileStatus? {
-        FileSystem.status(entriesDirectory)
-    }
-
-    /// Whether the entries folder changed since this process last wrote to it.
-    private func folderChangedByOthers() -> Bool {
-        let now = folderStamp()
-        let last = state.withLock { $0.folderStamp }
-        return now != last
-    }
-
-    /// Reads the folder again, so entries other processes wrote (or removed) count
-    /// toward ``maxBytes``, and their fresh entries are not taken for old ones.
-    private func rescanFolder() {
-        let saved = savedIndex()
-        let onDisk = loadIndex(saved: saved)
-        DiskCache.runTestHook(afterListing)
-        // Entries this process wrote while the folder was being listed are not in the
-        // listing: their files are looked at again, so the index does not lose them (it
-        // did, under concurrent writes: 28 of 10,000 entries in a benchmark). The others
-        // missing from the listing were removed, by another process or this one.
-        let unlisted = state.withLock { state in Set(state.index.keys.filter { onDisk.index[$0] == nil }) }
-        let stillThere = unlisted.compactMap { name in FileSystem.status(file(named: name)).map { (name, $0.size) } }
-        DiskCache.runTestHook(beforeMerge)
-        let now = clock().timeIntervalSince1970
-        state.withLock { state in
-            // Files on disk are the truth of what exists; when an entry was last used is
-            // the later of this process's record and the saved index's (another process's
-            // hits); an entry new to this process that the saved index does not know yet
-            // was written by another process since the last look: it counts as used now.
-            var merged = onDisk.index
-            for (name, entry) in merged {
-                if var mine = state.index[name] {
-                    mine.size = entry.size
-                    if let theirs = saved[name] { mine.lastAccess = max(mine.lastAccess, theirs.lastAccess) }
-                    merged[name] = mine
-                } else if saved[name] == nil {
-                    merged[name]?.lastAccess = now
-                }
-            }
-            for (name, size) in stillThere {
-                guard var mine = state.index[name], merged[name] == nil else { continue }
-                mine.size = size
-                merged[name] = mine
-            }
-            // Entries written since the unlisted ones were looked at are in neither: kept
-            // (one of 10,000 was lost this way in a benchmark, in one run of three).
-            for (name, mine) in state.index where merged[name] == nil && !unlisted.contains(name) {
-                merged[name] = mine
-            }
-            state.index = merged
-            state.totalBytes = merged.values.reduce(0) { Checked.saturatingAdd($0, $1.size) }
-            state.bytesSinceRescan = 0
-            state.lastRescan = clock()
-            state.folderStamp = onDisk.folderStamp
-        }
-    }
-
-    private static func runTestHook(_ hook: Lock<(@Sendable () -> Void)?>) {
-        hook.withLock { hook in
-            defer { hook = nil }
-            return hook
-        }?()
     }
 
     /// Replaces the stored response's metadata, keeping its body (after a 304).
@@ -528,7 +461,7 @@ public final class DiskCache: Sendable {
     }
 
     /// The file of the entry with index name `name`.
-    private func file(named name: String) -> String {
+    func file(named name: String) -> String {
         entriesDirectory + "/" + (name.hasSuffix(FileKind.failure.suffix) ? name : name + FileKind.response.suffix)
     }
 
@@ -601,7 +534,7 @@ public final class DiskCache: Sendable {
     /// The bytes of a regular file of the cache, or `nil`: a symbolic link, a device, a
     /// folder, or a file larger than the whole cache may hold (someone else's, or
     /// damage) is not read, so a bad entry cannot make a load read without end.
-    private func readFile(_ path: String) -> [UInt8]? {
+    func readFile(_ path: String) -> [UInt8]? {
         FileSystem.readRegularFile(path, maxBytes: max(maxBytes, 1 << 20))
     }
 
@@ -619,46 +552,9 @@ public final class DiskCache: Sendable {
         }
     }
 
-    /// Reads the access index, then reconciles it with the files present: entries written
-    /// after the index was last saved are found by their file dates.
-    private func loadIndex(saved: [String: IndexEntry]? = nil) -> State {
-        var state = State()
-        state.index = saved ?? savedIndex()
-        let files = (try? FileManager.default.contentsOfDirectory(atPath: entriesDirectory)) ?? []
-        var present: [String: IndexEntry] = [:]
-        for file in files {
-            let name: String
-            if file.hasSuffix(FileKind.response.suffix) {
-                name = String(file.dropLast(FileKind.response.suffix.count))
-            } else if file.hasSuffix(FileKind.failure.suffix) {
-                name = file
-            } else {
-                continue
-            }
-            guard let status = FileSystem.status(entriesDirectory + "/" + file) else { continue }
-            let modified = status.modified
-            var entry =
-                state.index[name] ?? IndexEntry(size: 0, lastAccess: modified, created: modified, modified: modified)
-            entry.size = status.size
-            present[name] = entry
-        }
-        state.index = present
-        state.totalBytes = present.values.reduce(0) { Checked.saturatingAdd($0, $1.size) }
-        state.lastFlush = clock()
-        state.folderStamp = folderStamp()
-        return state
-    }
-
-    /// The access index as last written (by this process or another sharing the folder).
-    private func savedIndex() -> [String: IndexEntry] {
-        guard let bytes = readFile(indexPath),
-            let saved = try? JSONDecoder().decode([String: IndexEntry].self, from: Data(bytes))
-        else { return [:] }
-        return saved
-    }
 
     /// Temporary files left by a process that died mid-write.
-    private func removeStaleTemporaryFiles() {
+    func removeStaleTemporaryFiles() {
         let cutoff = clock().timeIntervalSince1970 - 3_600
         for file in (try? FileManager.default.contentsOfDirectory(atPath: temporaryDirectory)) ?? [] {
             let path = temporaryDirectory + "/" + file
