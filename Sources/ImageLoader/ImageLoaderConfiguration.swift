@@ -143,7 +143,9 @@ extension ImageLoader {
         /// ``httpClient`` or on a client of its own.
         package func makeDataLoader() -> any DataLoading {
             if let dataLoader { return dataLoader }
-            if let httpClient { return HTTPDataLoader(client: httpClient, configuration: httpWithClock, logger: logger) }
+            if let httpClient {
+                return HTTPDataLoader(client: httpClient, configuration: httpWithClock, logger: logger)
+            }
             return HTTPDataLoader(configuration: httpWithClock, logger: logger)
         }
 

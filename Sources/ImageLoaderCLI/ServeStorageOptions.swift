@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
 import ImageLoader
-import ObjectStorage
 import ImageService
+import ObjectStorage
 
 /// The object stores `serve` reads `s3://`, `gs://` and `abs://` sources from, and the
 /// bucket it may share results through. Each option also reads its `IMGPROXY_*`

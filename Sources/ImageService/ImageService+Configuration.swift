@@ -1,9 +1,9 @@
 import Foundation
 import ImageLoader
-import ObjectStorage
 import ImageLoaderSupport
 import Logging
 import Metrics
+import ObjectStorage
 import RasterImage
 
 extension ImageService {

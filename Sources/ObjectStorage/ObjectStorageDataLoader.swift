@@ -87,7 +87,9 @@ public final class ObjectStorageDataLoader: DataLoading {
         handles(url) ? nil : fallback.addressFilter(for: url)
     }
 
-    public func load(_ request: DataRequest, progress: @escaping @Sendable (Int, Int?) -> Void) async throws -> DataResponse {
+    public func load(_ request: DataRequest, progress: @escaping @Sendable (Int, Int?) -> Void) async throws
+        -> DataResponse
+    {
         guard let scheme = request.url.scheme?.lowercased(), let store = stores[scheme] else {
             return try await fallback.load(request, progress: progress)
         }

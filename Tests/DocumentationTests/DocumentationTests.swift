@@ -283,7 +283,9 @@ struct DocumentationTests {
         let clone = folder.appendingPathComponent("checkout-of-the-library")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(at: clone, withDestinationURL: Self.repository)
-        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { String($0) + "/swift" }
+        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map {
+            String($0) + "/swift"
+        }
         let candidates: [String] = ["/opt/swift/usr/bin/swift", "/usr/bin/swift"] + path
         let swift = try #require(candidates.first { FileManager.default.isExecutableFile(atPath: $0) })
         for (index, manifest) in manifests.enumerated() {

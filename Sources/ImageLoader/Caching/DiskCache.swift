@@ -552,7 +552,6 @@ public final class DiskCache: Sendable {
         }
     }
 
-
     /// Temporary files left by a process that died mid-write.
     func removeStaleTemporaryFiles() {
         let cutoff = clock().timeIntervalSince1970 - 3_600

@@ -1,10 +1,11 @@
 import Foundation
 import ImageLoader
 import ImageLoaderSupport
-@testable import ObjectStorage
 import RasterImage
 import TestSupport
 import Testing
+
+@testable import ObjectStorage
 
 /// `s3://`, `gs://` and `abs://` URLs through the loader, against real stores
 /// (scripts/storage-server.py: moto's S3 server checking signatures, fake-gcs-server,
@@ -77,7 +78,9 @@ struct ObjectStorageLoadingTests {
             // Given an object whose key has a folder and a space
             try await server.put(
                 "photos", "cats/tabby cat.png", TestImages.png, type: "image/png", cacheControl: "max-age=3600")
-            let loader = try harness.loader { $0.dataLoader = try ObjectStorageDataLoader(Self.storage(server), wrapping: $0) }
+            let loader = try harness.loader {
+                $0.dataLoader = try ObjectStorageDataLoader(Self.storage(server), wrapping: $0)
+            }
             let url = URL(string: "\(Self.scheme(kind))://photos/cats/tabby%20cat.png")!
             // When it is loaded twice
             let first = try await loader.data(for: url)
@@ -112,7 +115,9 @@ struct ObjectStorageLoadingTests {
     func revalidation(_ kind: StorageServer.Kind) async throws {
         try await withStore(kind) { server, harness in
             try await server.put("photos", "a.png", TestImages.png, type: "image/png", cacheControl: "no-cache")
-            let loader = try harness.loader { $0.dataLoader = try ObjectStorageDataLoader(Self.storage(server), wrapping: $0) }
+            let loader = try harness.loader {
+                $0.dataLoader = try ObjectStorageDataLoader(Self.storage(server), wrapping: $0)
+            }
             let url = URL(string: "\(Self.scheme(kind))://photos/a.png")!
             _ = try await loader.data(for: url)
             let again = try await loader.data(for: url)
@@ -139,7 +144,9 @@ struct ObjectStorageLoadingTests {
     func missingAndForbidden(_ kind: StorageServer.Kind) async throws {
         try await withStore(kind) { server, harness in
             try await server.put("photos", "a.png", TestImages.png, type: "image/png")
-            let loader = try harness.loader { $0.dataLoader = try ObjectStorageDataLoader(Self.storage(server), wrapping: $0) }
+            let loader = try harness.loader {
+                $0.dataLoader = try ObjectStorageDataLoader(Self.storage(server), wrapping: $0)
+            }
             await #expect(throws: ImageLoadingError(.httpStatus(404), url: "\(Self.scheme(kind))://photos/missing.png"))
             {
                 try await loader.data(for: URL(string: "\(Self.scheme(kind))://photos/missing.png")!)
@@ -171,7 +178,9 @@ struct ObjectStorageLoadingTests {
     func oneRead(_ kind: StorageServer.Kind) async throws {
         try await withStore(kind) { server, harness in
             try await server.put("photos", "many.jpg", TestImages.jpeg, type: "image/jpeg")
-            let loader = try harness.loader { $0.dataLoader = try ObjectStorageDataLoader(Self.storage(server), wrapping: $0) }
+            let loader = try harness.loader {
+                $0.dataLoader = try ObjectStorageDataLoader(Self.storage(server), wrapping: $0)
+            }
             let url = URL(string: "\(Self.scheme(kind))://photos/many.jpg")!
             // The store holds the read until every load has joined it.
             try await server.setHolding(true)
@@ -196,7 +205,9 @@ struct ObjectStorageLoadingTests {
         try await withStore(kind) { server, harness in
             try await server.put(
                 "photos", "a.png", TestImages.png, type: "image/png", cacheControl: "max-age=60, stale-if-error=86400")
-            let loader = try harness.loader { $0.dataLoader = try ObjectStorageDataLoader(Self.storage(server), wrapping: $0) }
+            let loader = try harness.loader {
+                $0.dataLoader = try ObjectStorageDataLoader(Self.storage(server), wrapping: $0)
+            }
             let url = URL(string: "\(Self.scheme(kind))://photos/a.png")!
             _ = try await loader.data(for: url)
             harness.clock.advance(by: 120)
@@ -213,7 +224,9 @@ struct ObjectStorageLoadingTests {
         try await withStore(kind) { server, harness in
             let first = try #require(try await server.put("photos", "v.png", TestImages.png, type: "image/png"))
             try await server.put("photos", "v.png", TestImages.jpeg, type: "image/jpeg")
-            let loader = try harness.loader { $0.dataLoader = try ObjectStorageDataLoader(Self.storage(server), wrapping: $0) }
+            let loader = try harness.loader {
+                $0.dataLoader = try ObjectStorageDataLoader(Self.storage(server), wrapping: $0)
+            }
             let name = kind == .s3 ? "versionId" : "generation"
             let old = URL(string: "\(Self.scheme(kind))://photos/v.png?\(name)=\(first)")!
             #expect(try await loader.data(for: old).bytes == TestImages.png)
