@@ -237,6 +237,7 @@ let package = Package(
 let exampleDependencies: [String: [Target.Dependency]] = [
     "RasterImage": ["RasterImage"],
     "ImageLoader": ["ImageLoader", "RasterImage", .product(name: "Logging", package: "swift-log")],
+    "ObjectStorage": ["ImageLoader", "ObjectStorage"],
     "Server": [
         "ImageLoader", "RasterImage", "ImageService",
         .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -251,7 +252,7 @@ let examples: [(name: String, uses: String)] = [
     ("DocDecodingAndValidation", "RasterImage"),
     ("DocThumbnails", "RasterImage"), ("DocFormatsAndLimits", "RasterImage"), ("DocImageLoader", "ImageLoader"),
     ("DocLoadingAndHTTPCaching", "ImageLoader"), ("DocCachingInDepth", "ImageLoader"),
-    ("DocUsingInAServer", "Server"), ("DocImageService", "Server"),
+    ("DocObjectStorage", "ObjectStorage"), ("DocUsingInAServer", "Server"), ("DocImageService", "Server"),
 ]
 package.targets += examples.map { example in
     .executableTarget(

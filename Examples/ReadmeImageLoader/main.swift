@@ -12,9 +12,7 @@ configuration.cacheDirectory = NSTemporaryDirectory() + "image-cache"  // defaul
 configuration.defaultCacheControlMaxAge = 3600          // freshness for responses that state none
 configuration.maxAttemptsForErrors = 3                  // then fail without a request...
 configuration.defaultCacheControlMaxAgeForErrors = 60   // ...for this long
-configuration.http.connectTimeout = .milliseconds(500)  // sub-second values are kept
-configuration.http.readTimeout = .seconds(5)            // the longest wait for the next bytes
-configuration.http.timeout = .seconds(20)               // the whole load, every body byte included
+configuration.http.timeout = .seconds(20)               // the whole load (connect and read timeouts too)
 let loader = try ImageLoader(configuration: configuration)
 
 // The plain call: the image, and where it came from.

@@ -40,16 +40,11 @@ let square = try decoder.encodedThumbnail(.file(path: "animation.gif"), options:
 print(square)                       // EncodedImage(webp 128x128, 10950 bytes): still animated
 try Data(square.bytes).write(to: URL(fileURLWithPath: "square.webp"))
 
-// Options chosen from the header that the thumbnail's own decode reads (one read, not two).
-let half = try decoder.thumbnail(.file(path: "photo.jpg"), limits: DecodingLimits()) { info in
-    ThumbnailOptions(maxPixelSize: max(1, max(info.width, info.height) / 2))
-}
-
 // Write a JPEG, a PNG, a WebP, an AVIF or a JPEG XL.
 let jpeg = try JPEGEncoder(quality: 85, progressive: true).encode(thumbnail)
 try Data(jpeg).write(to: URL(fileURLWithPath: "thumbnail.jpg"))
-let png = try PNGEncoder().encode(half)
-let webp = try WebPEncoder(quality: 80).encode(half)
-let avif = try AVIFEncoder(quality: 60).encode(half)   // libaom, speed 9
-let jxl = try JXLEncoder(quality: 75).encode(half)     // libjxl, effort 4
+let png = try PNGEncoder().encode(thumbnail)
+let webp = try WebPEncoder(quality: 80).encode(thumbnail)
+let avif = try AVIFEncoder(quality: 60).encode(thumbnail)   // libaom, speed 9
+let jxl = try JXLEncoder(quality: 75).encode(thumbnail)     // libjxl, effort 4
 print(jpeg.count, png.count, webp.count, avif.count, jxl.count)

@@ -191,6 +191,36 @@ struct DocumentationTests {
         }
     }
 
+    @Test("the ObjectStorage program reads its object from an S3 store (moto, checking signatures), once")
+    func objectStorageProgram() async throws {
+        let store = try await StorageServer.start(.s3)
+        do {
+            let photo = try [UInt8](
+                Data(contentsOf: Self.repository.appendingPathComponent("Fixtures/images/jpeg-800x600.jpg")))
+            try await store.put("photos", "cat.jpg", photo, type: "image/jpeg", cacheControl: "max-age=600")
+            try await Self.withInputs { folder in
+                var environment = Self.environment(folder)
+                environment["S3_ENDPOINT"] = store.endpoint
+                environment["AWS_ACCESS_KEY_ID"] = store.settings["accessKeyID"]
+                environment["AWS_SECRET_ACCESS_KEY"] = store.settings["secretAccessKey"]
+                environment["HOME"] = folder.path
+                let result = try await ChildProcess.run(
+                    Self.program("DocObjectStorage"), [], environment: environment, directory: folder)
+                #expect(result.status == 0 && !result.signaled, "\(result.stderr)")
+                #expect(result.stdout.contains("800 600 networkToDisk"), "\(result.stdout)")
+                let again = try await ChildProcess.run(
+                    Self.program("DocObjectStorage"), [], environment: environment, directory: folder)
+                #expect(again.stdout.contains("800 600 disk"), "\(again.stdout)")
+            }
+            let reads = try await store.requests().filter { $0.contains("GET /photos/cat.jpg") }
+            #expect(reads.count == 1, "\(reads)")
+        } catch {
+            await store.stop()
+            throw error
+        }
+        await store.stop()
+    }
+
     static let key = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
     static let salt = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
 
