@@ -20,17 +20,12 @@ extension ImageLoader {
         _ bytes: some Collection<UInt8> & Sendable, declaredContentType: String? = nil,
         priority: LoadPriority = .normal
     ) async throws(ImageLoadingError) -> RasterImage {
-        let label = "bytes"
-        _ = try context.acceptedFormat(bytes, declaredContentType: declaredContentType, url: label)
-        let (decoder, options, metrics, context) = (
-            configuration.decoder, configuration.decodingOptions, context.metrics, context
-        )
-        return try await context.operations.run(label) { () async throws(ImageLoadingError) -> RasterImage in
-            try await mappingErrors(label) {
-                try await context.cpu(label, priority: PriorityHandle(priority)) {
-                    try metrics.timingDecode { try decoder.decode(.bytes(bytes), options: options) }
-                }
-            }
+        _ = try context.acceptedFormat(bytes, declaredContentType: declaredContentType, url: "bytes")
+        let options = configuration.decodingOptions
+        return try await onWorker("bytes", priority: priority) {
+            try $0.decode(.bytes(bytes), options: options)
+        } then: {
+            $0
         }
     }
 
@@ -64,17 +59,10 @@ extension ImageLoader {
         }
         _ = try context.acceptedFormat(bytes, declaredContentType: declaredContentType, url: url.absoluteString)
         let made = product.thumbnailOptions ?? options
-        let (decoder, metrics, context) = (configuration.decoder, context.metrics, context)
-        let label = url.absoluteString
-        let (image, encoded) = try await context.operations.run(label) {
-            () async throws(ImageLoadingError) -> (RasterImage, EncodedImage?) in
-            try await mappingErrors(label) {
-                try await context.cpu(label, priority: PriorityHandle(priority)) {
-                    let image = try metrics.timingDecode { try decoder.thumbnail(.bytes(bytes), options: made) }
-                    metrics.thumbnailMade()
-                    return (image, LoadOperation.encoded(image, made))
-                }
-            }
+        let (image, encoded) = try await onWorker(url.absoluteString, priority: priority, makesThumbnail: true) {
+            try $0.thumbnail(.bytes(bytes), options: made)
+        } then: { image in
+            (image, LoadOperation.encoded(image, made))
         }
         if memoryCache != nil { context.remember(image, encoded: encoded, response: nil, for: key) }
         return LoadedImage(image: image, source: LoadedImage.Source.bytes, url: url, encoded: encoded)
@@ -88,16 +76,23 @@ extension ImageLoader {
         _ bytes: [UInt8], declaredContentType: String?, priority: LoadPriority = .normal,
         _ body: @escaping @Sendable (any ImageDecoding) throws -> T
     ) async throws(ImageLoadingError) -> T {
-        let label = "bytes"
-        _ = try context.acceptedFormat(bytes, declaredContentType: declaredContentType, url: label)
-        let (decoder, metrics, context) = (configuration.decoder, context.metrics, context)
-        return try await context.operations.run(label) { () async throws(ImageLoadingError) -> T in
+        _ = try context.acceptedFormat(bytes, declaredContentType: declaredContentType, url: "bytes")
+        return try await onWorker("bytes", priority: priority, makesThumbnail: true, body) { $0 }
+    }
+
+    /// `body` on a worker (``PipelineContext/decoding(_:priority:makesThumbnail:_:then:)``)
+    /// as one of the loader's counted operations (``shutdown()`` waits for it), its
+    /// errors mapped as the loader's own.
+    private func onWorker<T, U: Sendable>(
+        _ label: String, priority: LoadPriority, makesThumbnail: Bool = false,
+        _ body: @escaping @Sendable (any ImageDecoding) throws -> T,
+        then finish: @escaping @Sendable (T) throws -> U
+    ) async throws(ImageLoadingError) -> U {
+        let context = self.context
+        return try await context.operations.run(label) { () async throws(ImageLoadingError) -> U in
             try await mappingErrors(label) {
-                try await context.cpu(label, priority: PriorityHandle(priority)) {
-                    let value = try metrics.timingDecode { try body(decoder) }
-                    metrics.thumbnailMade()
-                    return value
-                }
+                try await context.decoding(
+                    label, priority: PriorityHandle(priority), makesThumbnail: makesThumbnail, body, then: finish)
             }
         }
     }

@@ -28,7 +28,8 @@ struct LazyLibraryTests {
         try await Command.withTemporaryDirectory { directory in
             let codecs = [
                 "libheif.so.1", "libavif.so.15", "libde265.so.0", "libx265.so.199", "libdav1d.so.6", "libaom.so.3",
-                "libtiff.so.6", "libzstd.so.1", "libjxl.so.0.7", "libhwy.so.1",
+                "libtiff.so.6", "libzstd.so.1", "libjxl.so.0.7", "libhwy.so.1", "librsvg-2.so.2", "libcairo.so.2",
+                "libfreetype.so.6",
             ]
             for input in ["images/jpeg-800x600.jpg", "images/png-rgb8.png"] {
                 let (names, run) = try await opened(
@@ -65,6 +66,18 @@ struct LazyLibraryTests {
                 ])
             #expect(jxlRun.status == 0)
             #expect(jxl.contains("libjxl.so.0.7") && !jxl.contains("libtiff.so.6"))
+            let (svg, svgRun) = try await opened(
+                ["thumbnail", Command.fixture("formats/gradients.svg"), "--size", "64", "-o", directory.path + "/s.png"])
+            #expect(svgRun.status == 0, "\(svgRun.stderr.suffix(300))")
+            #expect(svg.contains("librsvg-2.so.2") && svg.contains("libcairo.so.2") && !svg.contains("libjxl.so.0.7"))
+            // The contact sheet's labels open FreeType.
+            let (sheet, sheetRun) = try await opened(
+                [
+                    "batch", Command.fixture("images/jpeg-800x600.jpg"), "--size", "64", "--out", directory.path + "/b",
+                    "--sheet", directory.path + "/sheet.png", "--cache-dir", directory.path + "/cache",
+                ])
+            #expect(sheetRun.status == 0, "\(sheetRun.stderr.suffix(300))")
+            #expect(sheet.contains("libfreetype.so.6") && !sheet.contains("librsvg-2.so.2"))
         }
     }
 
@@ -76,6 +89,7 @@ struct LazyLibraryTests {
                 ("modern/images/avif-8bit.avif", "IMAGELOADER_AVIF_LIBRARY", "libavif.so.15"),
                 ("images/tiff-rgb-lzw.tif", "IMAGELOADER_TIFF_LIBRARY", "libtiff.so.6"),
                 ("modern/images/jxl-alpha.jxl", "IMAGELOADER_JXL_LIBRARY", "libjxl.so.0.7"),
+                ("formats/gradients.svg", "IMAGELOADER_SVG_LIBRARY", "librsvg-2.so.2"),
             ] {
                 let run = try await Command.run(
                     ["thumbnail", Command.fixture(input), "--size", "64", "-o", directory.path + "/t.png"],

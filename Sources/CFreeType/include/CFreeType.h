@@ -20,6 +20,10 @@ typedef struct {
     const unsigned char *buffer;
 } il_glyph;
 
+/// Opens FreeType (libfreetype.so.6) on first use; 0 with the reason in `*error` when it
+/// cannot be. Defined in lazy.c.
+int cfreetype_load_library(const char **error);
+
 /// The font in the file at `path`, `pixels` high; NULL when FreeType or the file cannot be loaded.
 il_font *il_font_open(const char *path, int pixels);
 

@@ -1,14 +1,14 @@
 // CSVG: librsvg (with cairo) opened at run time, when the first SVG is rendered, so
-// that a process that never meets an SVG maps none of librsvg's libraries. Only what
-// rendering needs is declared here; the prototypes are librsvg 2.52's and cairo 1.16's.
+// that a process that never meets an SVG maps none of librsvg's libraries (librsvg.h
+// declares what rendering calls; lazy.c defines it).
 #ifndef CSVG_H
 #define CSVG_H
 #include <stddef.h>
 #include <stdint.h>
 
-/// Whether librsvg could be opened (`librsvg-2.so.2`, Debian's librsvg2-2); opens it
-/// on the first call.
-int csvg_available(void);
+/// Opens librsvg on first use; 0 with the reason in `*error` when it cannot be (not
+/// installed, or a version without a function called here). Defined in lazy.c.
+int csvg_load_library(const char **error);
 
 /// Renders the document `data` (`size` bytes, no base location: librsvg can resolve
 /// no external reference) scaled to fill `width` x `height`, into `pixels` (premultiplied

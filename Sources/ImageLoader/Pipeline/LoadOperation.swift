@@ -105,7 +105,10 @@ struct LoadOperation: CachedProductMaking {
     /// A stored body decoded (and kept in memory).
     func product(ofStored body: [UInt8], response: StoredResponse) async throws -> Made {
         // A thumbnail's stored bytes are the encoded thumbnail: decoding them is all it takes.
-        let image = try await context.decode(.bytes(body), url: urlText, priority: priority)
+        let options = configuration.decodingOptions
+        let image = try await context.decoding(urlText, priority: priority) {
+            try $0.decode(.bytes(body), options: options)
+        }
         let made = Made(image: image, encoded: encodedProduct(body, image))
         context.remember(image, encoded: made.encoded, response: response, for: key.cache)
         return made
@@ -149,25 +152,23 @@ struct LoadOperation: CachedProductMaking {
         let body = download.value.body
         guard download.products.count > 1 else { return try await make(.bytes(body), original: body) }
         let plan = DecodePlan(products: download.products)
-        let (decoder, decodingOptions, metrics, context, urlText) = (
-            configuration.decoder, configuration.decodingOptions, context.metrics, context, urlText
+        let (decodingOptions, metrics, context, urlText) = (
+            configuration.decodingOptions, context.metrics, context, urlText
         )
         let reduced: ReducedImage
         do {
             reduced = try await context.decodes.value(
                 for: DecodeKey(download: download.run, plan: plan), product: product, priority: priority
             ) { run in
-                try await context.cpu(urlText, priority: run.priority) {
-                    try metrics.timingDecode {
-                        switch plan {
-                        case .full:
-                            return ReducedImage(full: try decoder.decode(.bytes(body), options: decodingOptions))
-                        case .reduced(let thumbnails):
-                            let frames: FrameSelection = thumbnails.allSatisfy { $0.frames == .first } ? .first : .all
-                            return try decoder.decode(
-                                .bytes(body), options: DecodingOptions(limits: decodingOptions.limits, frames: frames),
-                                reducedFor: thumbnails)
-                        }
+                try await context.decoding(urlText, priority: run.priority) { decoder in
+                    switch plan {
+                    case .full:
+                        return ReducedImage(full: try decoder.decode(.bytes(body), options: decodingOptions))
+                    case .reduced(let thumbnails):
+                        let frames: FrameSelection = thumbnails.allSatisfy { $0.frames == .first } ? .first : .all
+                        return try decoder.decode(
+                            .bytes(body), options: DecodingOptions(limits: decodingOptions.limits, frames: frames),
+                            reducedFor: thumbnails)
                     }
                 }
             }.value
@@ -186,22 +187,20 @@ struct LoadOperation: CachedProductMaking {
     /// it: the original's own bytes, or the thumbnail encoded (`nil` when it cannot
     /// be: an animated thumbnail stays in memory only).
     private func make(_ source: ImageSource, original: [UInt8]?) async throws -> (RasterImage, [UInt8]?) {
-        let (decoder, decodingOptions, metrics) = (
-            configuration.decoder, configuration.decodingOptions, context.metrics
-        )
         switch product {
         case .original:
-            let image = try await context.cpu(urlText, priority: priority) {
-                try metrics.timingDecode { try decoder.decode(source, options: decodingOptions) }
+            let options = configuration.decodingOptions
+            let image = try await context.decoding(urlText, priority: priority) { decoder in
+                try decoder.decode(source, options: options)
             }
             return (image, original)
         case .thumbnail(let options):
-            return try await context.cpu(urlText, priority: priority) {
-                // The decoder shrinks while loading when it can (the protocol's default
-                // decodes, then resizes).
-                let image = try metrics.timingDecode { try decoder.thumbnail(source, options: options) }
-                metrics.thumbnailMade()
-                return (image, LoadOperation.encoded(image, options)?.bytes)
+            // The decoder shrinks while loading when it can (the protocol's default
+            // decodes, then resizes); the encode follows on the same worker.
+            return try await context.decoding(urlText, priority: priority, makesThumbnail: true) { decoder in
+                try decoder.thumbnail(source, options: options)
+            } then: { image in
+                (image, LoadOperation.encoded(image, options)?.bytes)
             }
         }
     }

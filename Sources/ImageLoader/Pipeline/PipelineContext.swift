@@ -101,12 +101,29 @@ struct PipelineContext: Sendable {
         }
     }
 
-    /// Decodes downloaded or stored bytes.
-    func decode(_ source: ImageSource, url: String, priority: PriorityHandle) async throws -> RasterImage {
-        let (decoder, options, metrics) = (configuration.decoder, configuration.decodingOptions, self.metrics)
+    /// The one way a decode (and what is made with it) runs: `body` with the configured
+    /// decoder, on a worker at `priority` (``cpu(_:priority:_:)``), its time measured as
+    /// a decode, counted as a thumbnail made when `makesThumbnail`; then `finish` on the
+    /// same worker, untimed (an encode).
+    func decoding<T, U: Sendable>(
+        _ url: String, priority: PriorityHandle, makesThumbnail: Bool = false,
+        _ body: @escaping @Sendable (any ImageDecoding) throws -> T,
+        then finish: @escaping @Sendable (T) throws -> U
+    ) async throws -> U {
+        let (decoder, metrics) = (configuration.decoder, self.metrics)
         return try await cpu(url, priority: priority) {
-            try metrics.timingDecode { try decoder.decode(source, options: options) }
+            let value = try metrics.timingDecode { try body(decoder) }
+            if makesThumbnail { metrics.thumbnailMade() }
+            return try finish(value)
         }
+    }
+
+    /// ``decoding(_:priority:makesThumbnail:_:then:)`` with nothing after the decode.
+    func decoding<T: Sendable>(
+        _ url: String, priority: PriorityHandle, makesThumbnail: Bool = false,
+        _ body: @escaping @Sendable (any ImageDecoding) throws -> T
+    ) async throws -> T {
+        try await decoding(url, priority: priority, makesThumbnail: makesThumbnail, body) { $0 }
     }
 
     /// The format of `bytes` when the loader accepts it: the sniffed format must be an

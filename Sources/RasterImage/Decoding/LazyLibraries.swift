@@ -1,12 +1,13 @@
 import CAVIF
 import CHEIF
 import CJXL
+import CSVG
 import CTIFF
 
 /// The libraries RasterImage opens when their format is first met, not when the
-/// process starts (CHEIF's, CAVIF's, CTIFF's and CJXL's `lazy.c`): libheif, libavif,
-/// libtiff and libjxl, with the HEVC and AV1 codecs and the rest they load (40 shared
-/// libraries).
+/// process starts (CHEIF's, CAVIF's, CTIFF's, CJXL's and CSVG's `lazy.c`, all written by
+/// scripts/generate-lazy-libraries.py): libheif, libavif, libtiff, libjxl and librsvg,
+/// with the HEVC and AV1 codecs, cairo and the rest they load.
 /// Every path into them asks here first; a process that never meets these formats
 /// maps none of them.
 enum LazyLibraries {
@@ -22,6 +23,9 @@ enum LazyLibraries {
 
     /// Why libjxl cannot be used, or `nil` once it is open.
     static var jxlFailure: String? { failure(cjxl_load_library) }
+
+    /// Why librsvg cannot be used, or `nil` once it is open.
+    static var svgFailure: String? { failure(csvg_load_library) }
 
     private static func failure(_ open: (UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32) -> String? {
         var error: UnsafePointer<CChar>?

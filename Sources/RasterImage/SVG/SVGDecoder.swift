@@ -89,9 +89,8 @@ enum SVGDecoder: FormatDecoder {
             pixels: Checked.multiply(document.largestFilter, document.filteredElements).flatMap {
                 Checked.multiply($0, pixels)
             } ?? Int.max, format: .svg)
-        guard csvg_available() != 0 else {
-            throw ImageDecodingError(
-                .unsupported, format: .svg, message: "librsvg is not installed (Debian's librsvg2-2)")
+        if let missing = LazyLibraries.svgFailure {
+            throw ImageDecodingError(.unsupported, format: .svg, message: missing)
         }
         var message = [CChar](repeating: 0, count: 256)
         var failed = false
