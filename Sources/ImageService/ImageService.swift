@@ -58,7 +58,7 @@ public final class ImageService: Service, Sendable {
     /// from `admission`, so clients that send a body slowly hold no place of image
     /// requests; as many as workers, each at most `maxSourceBytes`.
     let bodies: WorkScheduler
-    let shared = SharedWork<ProcessingKey, ProcessingOutcome, Never, Never>()
+    let shared = SharedWork<SharedRunKey, Reply, Never, Never>()
     let metrics: ServiceMetrics
     /// Where `local:///` sources are read: one thread per request that may be fetching,
     /// apart from NIO's shared pool (where name lookups wait) and from the workers.

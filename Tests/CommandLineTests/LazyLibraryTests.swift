@@ -67,7 +67,10 @@ struct LazyLibraryTests {
             #expect(jxlRun.status == 0)
             #expect(jxl.contains("libjxl.so.0.7") && !jxl.contains("libtiff.so.6"))
             let (svg, svgRun) = try await opened(
-                ["thumbnail", Command.fixture("formats/gradients.svg"), "--size", "64", "-o", directory.path + "/s.png"])
+                [
+                    "thumbnail", Command.fixture("formats/gradients.svg"), "--size", "64", "-o",
+                    directory.path + "/s.png",
+                ])
             #expect(svgRun.status == 0, "\(svgRun.stderr.suffix(300))")
             #expect(svg.contains("librsvg-2.so.2") && svg.contains("libcairo.so.2") && !svg.contains("libjxl.so.0.7"))
             // The contact sheet's labels open FreeType.

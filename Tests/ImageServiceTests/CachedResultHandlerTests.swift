@@ -78,7 +78,7 @@ struct CachedResultHandlerTests {
     private func answersHits(_ service: ImageService) async throws {
         let (hit, miss) = ("/insecure/w:20/plain/local:///a.png", "/insecure/w:20/plain/local:///b.png")
         // Given a result the service has made (through the route's code)
-        let reply = await service.process(path: hit, accept: nil, conditions: Conditions())
+        let reply = await service.answer(path: hit, accept: nil, conditions: Conditions())
         guard case .image(let made) = reply else {
             Issue.record("no image: \(reply)")
             return
@@ -143,7 +143,7 @@ struct CachedResultHandlerTests {
 
     private func keepsOrder(_ service: ImageService) async throws {
         let (hit, miss) = ("/insecure/w:20/plain/local:///a.png", "/insecure/w:20/plain/local:///b.png")
-        let reply = await service.process(path: hit, accept: nil, conditions: Conditions())
+        let reply = await service.answer(path: hit, accept: nil, conditions: Conditions())
         guard case .image = reply else {
             Issue.record("no image: \(reply)")
             return

@@ -72,7 +72,7 @@ struct HeaderReadTests {
     func processed(_ path: String, _ accept: String?) async throws {
         let decoder = CountingDecoder()
         try await ProcessingReferenceTests.withService(Self.configuration(decoder)) { service in
-            let reply = await service.process(path: path, accept: accept, conditions: Conditions())
+            let reply = await service.answer(path: path, accept: accept, conditions: Conditions())
             guard case .image(let result) = reply else {
                 Issue.record("\(path): \(reply)")
                 return
@@ -90,13 +90,13 @@ struct HeaderReadTests {
             for path in [
                 "/insecure/rs:fit:64:64/plain/local:///logo.png", "/insecure/rs:fit:64:64/plain/local:///photo.png",
             ] {
-                guard case .image(let first) = await service.process(path: path, accept: nil, conditions: Conditions())
+                guard case .image(let first) = await service.answer(path: path, accept: nil, conditions: Conditions())
                 else {
                     Issue.record("no image for \(path)")
                     return
                 }
                 #expect(decoder.take() == Counts(chosenThumbnails: 1))
-                let reply = await service.process(
+                let reply = await service.answer(
                     path: path, accept: nil, conditions: Conditions(ifNoneMatch: first.meta.entityTag))
                 guard case .notModified(let meta) = reply else {
                     Issue.record("no 304 for \(path): \(reply)")
@@ -104,7 +104,7 @@ struct HeaderReadTests {
                 }
                 #expect(meta.entityTag == first.meta.entityTag)
                 #expect(decoder.take() == Counts())
-                let changed = await service.process(
+                let changed = await service.answer(
                     path: path, accept: nil, conditions: Conditions(ifNoneMatch: "\"other\""))
                 guard case .image(let again) = changed else {
                     Issue.record("no image for \(path) with another tag: \(changed)")
@@ -113,7 +113,7 @@ struct HeaderReadTests {
                 #expect(again.meta.entityTag == first.meta.entityTag && again.body == first.body)
                 #expect(decoder.take() == Counts(chosenThumbnails: 1))
             }
-            let raw = await service.process(
+            let raw = await service.answer(
                 path: "/insecure/raw:1/plain/local:///photo.png", accept: nil, conditions: Conditions())
             guard case .image(let passed) = raw else {
                 Issue.record("raw: \(raw)")
@@ -121,7 +121,7 @@ struct HeaderReadTests {
             }
             #expect(passed.meta.contentType == "image/png")
             #expect(decoder.take() == Counts(infos: 1))
-            let rawAgain = await service.process(
+            let rawAgain = await service.answer(
                 path: "/insecure/raw:1/plain/local:///photo.png", accept: nil,
                 conditions: Conditions(ifNoneMatch: passed.meta.entityTag))
             guard case .notModified = rawAgain else {
@@ -140,14 +140,14 @@ struct HeaderReadTests {
                 "/insecure/fn:holiday/rs:fit:64:64/plain/local:///photo.png@webp",
                 "/insecure/fn:holiday/rs:fit:64:64/plain/local:///photo.png",
             ] {
-                guard case .image(let first) = await service.process(path: path, accept: nil, conditions: Conditions())
+                guard case .image(let first) = await service.answer(path: path, accept: nil, conditions: Conditions())
                 else {
                     Issue.record("no image for \(path)")
                     return
                 }
                 let name = try #require(first.meta.contentDisposition)
                 #expect(name.contains("holiday."))
-                let reply = await service.process(
+                let reply = await service.answer(
                     path: path, accept: nil, conditions: Conditions(ifNoneMatch: first.meta.entityTag))
                 guard case .notModified(let meta) = reply else {
                     Issue.record("no 304 for \(path): \(reply)")

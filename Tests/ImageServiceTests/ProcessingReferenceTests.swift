@@ -73,7 +73,7 @@ struct ProcessingReferenceTests {
 
     /// The answer to `path`: its bytes and headers, or the failure.
     static func get(_ service: ImageService, _ path: String, accept: String? = nil) async -> Reply {
-        await service.process(path: path, accept: accept, conditions: Conditions())
+        await service.answer(path: path, accept: accept, conditions: Conditions())
     }
 
     static func image(_ reply: Reply, _ label: String) throws -> (RasterImage, ProcessedResult) {

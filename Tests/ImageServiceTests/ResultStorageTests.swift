@@ -61,12 +61,12 @@ struct ResultStorageTests {
 
     @Test("Object names: prefix, two folder levels, the digest of path and features; another path another name")
     func names() throws {
-        let key = RequestKey(path: "/insecure/rs:fit:8:8/plain/s3://photos/a.png", features: ClientFeatures())
+        let key = ResultCacheKey(path: "/insecure/rs:fit:8:8/plain/s3://photos/a.png", features: ClientFeatures())
         var webp = ClientFeatures()
         webp.prefers = [.webp]
-        let other = RequestKey(path: key.path, features: webp)
+        let other = ResultCacheKey(path: key.path, features: webp)
         let location = try #require(URL(string: "s3://results/thumbs/"))
-        func name(_ key: RequestKey) -> String {
+        func name(_ key: ResultCacheKey) -> String {
             // Only the name is asked for: no loader is used.
             let text = location.absoluteString.dropLast() + "/"
             let url = ResultStorage.objectName(prefix: String(text), key: key)

@@ -19,7 +19,7 @@ struct SharedPoolTests {
         try await CachedResultHandlerTests.withService { service in
             // When a local source is asked for
             let reply = try await BusySharedPool.whileBusy {
-                await service.process(
+                await service.answer(
                     path: "/insecure/w:20/plain/local:///a.png", accept: nil, conditions: Conditions())
             }
             // Then it is answered from the file

@@ -57,7 +57,7 @@ struct SharedProcessingTests {
         configuration.loader.decoder = decoder
         try await ProcessingReferenceTests.withService(configuration) { service in
             let path = "/insecure/rs:fit:64:64/plain/local:///photo.png"
-            guard case .image(let first) = await service.process(path: path, accept: nil, conditions: Conditions())
+            guard case .image(let first) = await service.answer(path: path, accept: nil, conditions: Conditions())
             else {
                 Issue.record("no image for \(path)")
                 return
@@ -65,13 +65,13 @@ struct SharedProcessingTests {
             let tag = try #require(first.meta.entityTag)
             let before = service.shared.counts
             decoder.hold()
-            let plain = Task { await service.process(path: path, accept: nil, conditions: Conditions()) }
+            let plain = Task { await service.answer(path: path, accept: nil, conditions: Conditions()) }
             try await waitUntil("the plain request's decode") { decoder.entered == 2 }
             let matching = Task {
-                await service.process(path: path, accept: nil, conditions: Conditions(ifNoneMatch: tag))
+                await service.answer(path: path, accept: nil, conditions: Conditions(ifNoneMatch: tag))
             }
             let other = Task {
-                await service.process(path: path, accept: nil, conditions: Conditions(ifNoneMatch: "\"other\""))
+                await service.answer(path: path, accept: nil, conditions: Conditions(ifNoneMatch: "\"other\""))
             }
             try await waitUntil("both conditional requests joining the run") {
                 service.shared.counts.joined == before.joined + 2
@@ -108,7 +108,7 @@ struct SharedProcessingTests {
         configuration.fetchesAhead = 0
         try await ProcessingReferenceTests.withService(configuration) { service in
             let path = "/insecure/rs:fit:48:48/plain/local:///photo.png"
-            guard case .image(let first) = await service.process(path: path, accept: nil, conditions: Conditions())
+            guard case .image(let first) = await service.answer(path: path, accept: nil, conditions: Conditions())
             else {
                 Issue.record("no image for \(path)")
                 return
@@ -117,17 +117,17 @@ struct SharedProcessingTests {
             let before = service.shared.counts
             decoder.hold()
             let busy = Task {
-                await service.process(
+                await service.answer(
                     path: "/insecure/rs:fit:40:40/plain/local:///logo.png", accept: nil, conditions: Conditions())
             }
             try await waitUntil("the other request's decode") { decoder.entered == 2 }
             let matching = Task {
-                await service.process(path: path, accept: nil, conditions: Conditions(ifNoneMatch: tag))
+                await service.answer(path: path, accept: nil, conditions: Conditions(ifNoneMatch: tag))
             }
             try await waitUntil("the conditional request's run") { service.shared.counts.started == before.started + 2 }
-            let plain = Task { await service.process(path: path, accept: nil, conditions: Conditions()) }
+            let plain = Task { await service.answer(path: path, accept: nil, conditions: Conditions()) }
             let other = Task {
-                await service.process(path: path, accept: nil, conditions: Conditions(ifNoneMatch: "\"other\""))
+                await service.answer(path: path, accept: nil, conditions: Conditions(ifNoneMatch: "\"other\""))
             }
             try await waitUntil("two requests joining it") { service.shared.counts.joined == before.joined + 2 }
             decoder.release()

@@ -8,7 +8,7 @@ import NIOPosix
 /// still needs that pool cannot finish until `body` has returned.
 ///
 /// ```swift
-/// let reply = try await BusySharedPool.whileBusy { await service.process(...) }
+/// let reply = try await BusySharedPool.whileBusy { await service.answer(...) }
 /// ```
 public enum BusySharedPool {
     public struct NeverFilled: Error, CustomStringConvertible {

@@ -17,21 +17,11 @@ struct ProcessedResult: Sendable {
     }
 }
 
-/// What a processing URL asks for, as shared runs key it: the source, the options
-/// (the client hints' included), the formats the client takes that the service may
-/// choose, and the cookies passed on to the source, if any.
-struct ResultKey: Hashable, Sendable {
-    let source: String
-    let options: ProcessingOptions
-    let formats: ClientFeatures
-    let cookie: String?
-}
-
-/// How the result cache keys an answer: the request's path exactly as received (its
+/// How the result cache (and the result bucket) keys an answer: the request's path exactly as received (its
 /// signature checked when the entry was made, so a hit needs no parsing and no HMAC)
 /// and the client's features (``ClientFeatures``: the formats it takes that the
 /// service may choose, its hints).
-struct RequestKey: Hashable, Sendable {
+struct ResultCacheKey: Hashable, Sendable {
     let path: String
     let features: ClientFeatures
 }
@@ -40,19 +30,19 @@ struct RequestKey: Hashable, Sendable {
 /// hit costs a dictionary lookup and a flag under a lock) whose stale entries are
 /// dropped when found.
 struct ResultCache: Sendable {
-    private let results: BoundedCache<RequestKey, ProcessedResult>
+    private let results: BoundedCache<ResultCacheKey, ProcessedResult>
 
     init(maxBytes: Int) {
         results = BoundedCache(limits: .init(maxBytes: maxBytes))
     }
 
     /// The result for `key` while it is fresh at `now`.
-    func fresh(_ key: RequestKey, at now: Date) -> ProcessedResult? {
+    func fresh(_ key: ResultCacheKey, at now: Date) -> ProcessedResult? {
         results.value(for: key) { $0.meta.keepUntil > now ? .use : .drop }
     }
 
     /// Keeps `result` unless it alone takes more than a quarter of the cache.
-    func insert(_ result: ProcessedResult, for key: RequestKey) {
+    func insert(_ result: ProcessedResult, for key: ResultCacheKey) {
         results.insert(result, cost: result.body.readableBytes, for: key)
     }
 }

@@ -20,12 +20,12 @@ struct ResultStorage: Sendable {
 
     /// The object a request's result is kept in: the prefix, then the SHA-256 of the
     /// request path and the client features it was made for (two levels of folders).
-    func objectURL(for key: RequestKey) -> URL {
+    func objectURL(for key: ResultCacheKey) -> URL {
         URL(string: ResultStorage.objectName(prefix: location.absoluteString, key: key)) ?? location
     }
 
     /// The object's URL as text, under `prefix`.
-    static func objectName(prefix: String, key: RequestKey) -> String {
+    static func objectName(prefix: String, key: ResultCacheKey) -> String {
         var text = prefix
         while text.hasSuffix("/") { text.removeLast() }
         let features = key.features
@@ -39,7 +39,7 @@ struct ResultStorage: Sendable {
     }
 
     /// The stored result for `key`, when there is one still usable at `now`.
-    func read(_ key: RequestKey, now: Date) async -> ProcessedResult? {
+    func read(_ key: ResultCacheKey, now: Date) async -> ProcessedResult? {
         let url = objectURL(for: key)
         do {
             guard let (body, _) = try await stores.storedObject(at: url) else { return nil }
@@ -55,7 +55,7 @@ struct ResultStorage: Sendable {
     }
 
     /// Puts `result` in the bucket under `key`, in the background.
-    func write(_ result: ProcessedResult, for key: RequestKey, done: @escaping @Sendable (Bool) -> Void) {
+    func write(_ result: ProcessedResult, for key: ResultCacheKey, done: @escaping @Sendable (Bool) -> Void) {
         let url = objectURL(for: key)
         let logger = self.logger
         stores.storeObjectInBackground(

@@ -95,7 +95,7 @@ final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let conditions = configuration.validators.conditions(
             ifNoneMatch: request.headerFields[.ifNoneMatch], ifModifiedSince: request.headerFields[.ifModifiedSince])
         let reply = service.cachedReply(
-            RequestKey(path: path, features: ClientFeatures(request.headerFields, configuration: configuration)),
+            ResultCacheKey(path: path, features: ClientFeatures(request.headerFields, configuration: configuration)),
             conditions: conditions)
         switch reply {
         case .image, .notModified: return reply

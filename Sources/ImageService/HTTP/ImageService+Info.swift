@@ -83,7 +83,7 @@ extension ImageService {
             let limits = effectiveLimits(options.security)
             let preferred = configuration.preferredFormats
             let made = try await metrics.timingProcessing {
-                try await self.process(body, options, limits: limits, contentType: contentType) { info, animated in
+                try await self.render(body, options, limits: limits, contentType: contentType) { info, animated in
                     ResponseRules.outputFormat(
                         requested: options.format, features: features, source: info.format, animated: animated,
                         expectsTransparency: options.expectsTransparency(sourceHasAlpha: info.hasAlpha),

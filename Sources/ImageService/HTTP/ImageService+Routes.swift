@@ -81,12 +81,12 @@ extension ImageService {
         }
         group.get("**") { request, context in
             if let refused = self.refusedBySecret(request) { return refused }
-            return await self.process(request, context).response(self.configuration, range: request.headers[.range])
+            return await self.answer(request, context).response(self.configuration, range: request.headers[.range])
         }
         // HEAD: the same status and header fields, the length of the body, no body.
         group.head("**") { request, context in
             if let refused = self.refusedBySecret(request) { return refused }
-            return await self.process(request, context).response(self.configuration).createHeadResponse()
+            return await self.answer(request, context).response(self.configuration).createHeadResponse()
         }
         // OPTIONS: a CORS preflight's answer (the access log adds the CORS fields).
         group.on("**", method: .options) { _, _ in
@@ -124,8 +124,8 @@ extension ImageService {
     }
 
     /// The answer to a processing URL, with the request's header fields.
-    private func process<Context: RequestContext>(_ request: Request, _ context: Context) async -> Reply {
-        await process(
+    private func answer<Context: RequestContext>(_ request: Request, _ context: Context) async -> Reply {
+        await answer(
             path: request.uri.path, headers: request.headers, authority: request.head.authority,
             departure: { await ImageService.departure(context) })
     }
