@@ -90,7 +90,7 @@ final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHandler {
         guard !configuration.tracesRequests else { return nil }
         // What the router would refuse or answer for this user alone goes to the router.
         guard service.carriesSecret(request.headerFields[.authorization]), request.headerFields[.range] == nil,
-            configuration.cookies == .none || request.headerFields[.cookie] == nil
+            service.resultCacheMayAnswer(cookie: request.headerFields[.cookie])
         else { return nil }
         let conditions = configuration.validators.conditions(
             ifNoneMatch: request.headerFields[.ifNoneMatch], ifModifiedSince: request.headerFields[.ifModifiedSince])
@@ -111,14 +111,10 @@ final class CachedResultHandler: ChannelDuplexHandler, RemovableChannelHandler {
     ) {
         let response = pending.answer.response(service.configuration)
         var headers = response.headers
-        if let allowOrigin = service.configuration.allowOrigin {
-            headers[.accessControlAllowOrigin] = allowOrigin
-            headers[.accessControlAllowMethods] = "GET, OPTIONS"
-        }
         let body: ByteBuffer? = if case .image(let result) = pending.answer { result.body } else { nil }
         let bytes = body?.readableBytes ?? 0
         if response.status == .ok { headers[.contentLength] = String(bytes) }
-        headers[.requestID] = pending.id
+        AccessLogLine.addFields(to: &headers, id: pending.id, allowOrigin: service.configuration.allowOrigin)
         headers[.date] = currentDate()
         // The line first, as the router's middleware writes it before the answer goes out:
         // whoever reads the log after the answer finds the request there.

@@ -35,9 +35,9 @@ extension ImageService {
         let conditions = configuration.validators.conditions(
             ifNoneMatch: headers[.ifNoneMatch], ifModifiedSince: headers[.ifModifiedSince])
         let cacheKey = ResultCacheKey(path: path, features: features)
-        // A request whose cookies may go to its source is its user's own: no cache answers it.
-        let mayPassCookies = configuration.cookies != .none && headers[.cookie] != nil
-        if !mayPassCookies, let hit = cachedReply(cacheKey, conditions: conditions) { return hit }
+        if resultCacheMayAnswer(cookie: headers[.cookie]), let hit = cachedReply(cacheKey, conditions: conditions) {
+            return hit
+        }
         do {
             let request = try decide(
                 path: path, headers: headers, authority: authority, features: features, conditions: conditions,
@@ -98,6 +98,13 @@ extension ImageService {
             return try await run(request.with(Conditions()), makesImage: true)
         }
         return first
+    }
+
+    /// Whether the result cache may answer a request with this `Cookie`: not when its
+    /// cookies may go to its source, which makes the answer its user's own. (The one
+    /// rule for both doors: the router's and ``CachedResultHandler``'s.)
+    func resultCacheMayAnswer(cookie: String?) -> Bool {
+        configuration.cookies == .none || cookie == nil
     }
 
     /// The answer from the result cache (the image, or 304 for `conditions`), without
