@@ -15,6 +15,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // Already in the graph through swift-nio: HeapModule orders the schedulers' queues.
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -97,7 +99,9 @@ let package = Package(
         // What the other targets share and users never see (package access only): the
         // lock, the one way to wait, shared work, the scheduler, deadlines, checked
         // arithmetic, the checksummed envelope (CRC32C by ISA-L).
-        .target(name: "ImageLoaderSupport", dependencies: ["CISAL"]),
+        .target(
+            name: "ImageLoaderSupport",
+            dependencies: ["CISAL", .product(name: "HeapModule", package: "swift-collections")]),
         .target(
             name: "RasterImage",
             dependencies: [

@@ -1,3 +1,5 @@
+import HeapModule
+
 /// Grants a limited number of slots: to the highest rank waiting (a rank raised while
 /// queued counts), first or last come within a rank. A waiter whose task is cancelled
 /// leaves the queue at once (or, cancelled before it joined, is refused when it gets
@@ -30,16 +32,18 @@ package final class WorkScheduler: Sendable {
         var running = 0
         /// The waiters by arrival number.
         var waiters: [UInt64: Waiter] = [:]
-        /// Arrival numbers by rank. An entry whose waiter has left or moved to another
+        /// Arrival numbers by rank (swift-collections' min-max heap: the earliest or the
+        /// latest comes out first). An entry whose waiter has left or moved to another
         /// rank is dropped when it comes up.
-        var queues: [Int: ArrivalHeap] = [:]
+        var queues: [Int: Heap<UInt64>] = [:]
 
-        /// The waiter to run next, taken out of the queue.
-        mutating func next() -> (UInt64, Waiter)? {
+        /// The waiter to run next, taken out of the queue: the highest rank's earliest
+        /// arrival (FIFO) or latest (LIFO).
+        mutating func next(newestFirst: Bool) -> (UInt64, Waiter)? {
             while let (rank, first) = queues.max(by: { $0.key < $1.key }) {
                 var queue = first
                 queues[rank] = nil
-                while let arrival = queue.pop() {
+                while let arrival = newestFirst ? queue.popMax() : queue.popMin() {
                     guard let waiter = waiters[arrival], waiter.rank == rank else { continue }
                     waiters[arrival] = nil
                     if !queue.isEmpty { queues[rank] = queue }
@@ -90,7 +94,7 @@ package final class WorkScheduler: Sendable {
                 self?.move(arrival, version: version, rank: rank)
             }
             state.waiters[arrival] = Waiter(continuation: continuation, handle: handle, version: version, rank: rank)
-            state.queues[rank, default: ArrivalHeap(newestFirst: order == .lifo)].push(arrival)
+            state.queues[rank, default: []].insert(arrival)
             return nil
         } onCancel: { state in
             guard let waiter = state.waiters.removeValue(forKey: arrival) else { return nil }
@@ -106,7 +110,7 @@ package final class WorkScheduler: Sendable {
             waiter.version = version
             if waiter.rank != rank {
                 waiter.rank = rank
-                state.queues[rank, default: ArrivalHeap(newestFirst: order == .lifo)].push(arrival)
+                state.queues[rank, default: []].insert(arrival)
             }
             state.waiters[arrival] = waiter
         }
@@ -114,7 +118,7 @@ package final class WorkScheduler: Sendable {
 
     private func release() {
         let next = state.withLock { state -> Waiter? in
-            guard let (arrival, next) = state.next() else {
+            guard let (arrival, next) = state.next(newestFirst: order == .lifo) else {
                 state.running -= 1
                 return nil
             }
@@ -122,45 +126,5 @@ package final class WorkScheduler: Sendable {
             return next
         }
         next?.continuation.resume()
-    }
-}
-
-/// Arrival numbers, the earliest (or the latest) first: a binary heap.
-struct ArrivalHeap {
-    private var items: [UInt64] = []
-    let newestFirst: Bool
-
-    init(newestFirst: Bool) { self.newestFirst = newestFirst }
-
-    var isEmpty: Bool { items.isEmpty }
-
-    private func before(_ a: UInt64, _ b: UInt64) -> Bool { newestFirst ? a > b : a < b }
-
-    mutating func push(_ item: UInt64) {
-        items.append(item)
-        var child = items.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard before(items[child], items[parent]) else { break }
-            items.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    mutating func pop() -> UInt64? {
-        guard let first = items.first else { return nil }
-        let last = items.removeLast()
-        guard !items.isEmpty else { return first }
-        items[0] = last
-        var parent = 0
-        while true {
-            let (left, right) = (2 * parent + 1, 2 * parent + 2)
-            var best = parent
-            if left < items.count && before(items[left], items[best]) { best = left }
-            if right < items.count && before(items[right], items[best]) { best = right }
-            guard best != parent else { return first }
-            items.swapAt(parent, best)
-            parent = best
-        }
     }
 }
