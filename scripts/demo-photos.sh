@@ -22,7 +22,6 @@ declare -A packages=([convert-im6.q16]=imagemagick [cwebp]=webp [heif-enc]=libhe
   [cjxl]=libjxl-tools)
 missing=()
 for tool in "${!packages[@]}"; do command -v "$tool" >/dev/null || missing+=("${packages[$tool]}"); done
-python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 if ((${#missing[@]})); then
   SUDO=
   ((EUID == 0)) || SUDO=sudo
@@ -35,7 +34,8 @@ IM=convert-im6.q16
 # The photographs, from the scikit-image wheel (only its data files are used; nothing is installed).
 data=$work/skimage/data
 if [[ ! -f $data/astronaut.png ]]; then
-  [[ -x $work/venv/bin/pip ]] || python3 -m venv "$work/venv"
+  source scripts/python-venv.sh
+  install_venv "$work/venv"
   "$work/venv/bin/pip" download -q --no-deps --only-binary=:all: -d "$work/wheel" scikit-image==0.26.0
   "$work/venv/bin/python" - "$work" <<'PY'
 import glob, sys, zipfile

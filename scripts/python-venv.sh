@@ -1,7 +1,8 @@
 # Sourced by the scripts that run Python tools in a virtual environment of their own
-# (storage-servers.sh, reference-decoders.sh, deploy-tools.sh): the one way to make one.
+# (storage-servers.sh, reference-decoders.sh, deploy-tools.sh, demo-photos.sh): the one way
+# to make one.
 #
-#   install_venv DIR PACKAGE...   make DIR with the pinned PACKAGEs when it is missing or
+#   install_venv DIR [PACKAGE...] make DIR with the pinned PACKAGEs when it is missing or
 #                                 was left half made (idempotent); installs python3-venv
 #                                 with apt-get when Python cannot make one
 install_venv() {
@@ -17,6 +18,6 @@ install_venv() {
     fi
     rm -rf "$venv"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check "$@"
+    if (($#)); then "$venv/bin/pip" install -q --disable-pip-version-check "$@"; fi
     touch "$venv/.complete"
 }
