@@ -14,21 +14,7 @@ import Testing
 /// original's bytes through the cache (`data(for:)`), per-request header fields and
 /// deadlines, the application's own HTTP client, and a `ServiceGroup`'s shutdown.
 @Suite("The loader in a server")
-struct LoaderInAServerTests {
-    static let jpegType = ("Content-Type", "image/jpeg")
-    static let photo = TestImages.bytes("jpeg-800x600.jpg")
-    let large = ThumbnailOptions(maxPixelSize: 128)
-    let small = ThumbnailOptions(maxPixelSize: 64)
-
-    /// The mean absolute difference per channel of two images of the same size.
-    static func meanDifference(_ a: RasterImage, _ b: RasterImage) -> Double {
-        guard a.width == b.width, a.height == b.height else { return .infinity }
-        let (x, y) = (a.pixels, b.pixels)
-        var total = 0
-        for index in x.indices { total += abs(Int(x[index]) - Int(y[index])) }
-        return Double(total) / Double(x.count)
-    }
-
+struct LoaderInAServerTests: PhotoFixtures {
     @Test("bytes from a ByteBuffer: decoded and thumbnailed in place, with the loader's limits and memory cache")
     func bytesInput() async throws {
         try await withOrigin { _, harness in

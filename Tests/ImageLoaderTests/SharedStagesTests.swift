@@ -14,21 +14,7 @@ import Testing
 /// priorities and prefetching through the stages, the event order around stale
 /// entries, and the races of callers that arrive and leave at once.
 @Suite("Shared stages")
-struct SharedStagesTests {
-    static let jpegType = ("Content-Type", "image/jpeg")
-    static let photo = TestImages.bytes("jpeg-800x600.jpg")
-    let large = ThumbnailOptions(maxPixelSize: 128)
-    let small = ThumbnailOptions(maxPixelSize: 64)
-
-    /// The mean absolute difference per channel of two images of the same size.
-    static func meanDifference(_ a: RasterImage, _ b: RasterImage) -> Double {
-        guard a.width == b.width, a.height == b.height else { return .infinity }
-        let (x, y) = (a.pixels, b.pixels)
-        var total = 0
-        for index in x.indices { total += abs(Int(x[index]) - Int(y[index])) }
-        return Double(total) / Double(x.count)
-    }
-
+struct SharedStagesTests: PhotoFixtures {
     @Test("an original and two thumbnail sizes asked together: 1 request, 1 decode, 2 resamples")
     func originalAndThumbnails() async throws {
         try await withOrigin { origin, harness in

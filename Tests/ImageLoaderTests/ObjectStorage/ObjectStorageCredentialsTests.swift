@@ -139,9 +139,7 @@ struct ObjectStorageCredentialsTests {
 
     @Test("GCS: a service account's token is fetched once with a signed JWT, and sent as a bearer token")
     func gcsToken() async throws {
-        let origin = try await TestOrigin.start()
-        let harness = LoaderHarness(clock: ManualClock(Date()))
-        do {
+        try await withOrigin(clock: ManualClock(Date())) { origin, harness in
             origin.serve(
                 "/token",
                 .init(body: Array(#"{"access_token":"ya29.test","expires_in":3600,"token_type":"Bearer"}"#.utf8)))
@@ -177,13 +175,7 @@ struct ObjectStorageCredentialsTests {
                     origin.requests("/storage/v1/b/photos/o/\(name)").first?.header("Authorization")
                         == "Bearer ya29.test")
             }
-        } catch {
-            await harness.cleanUp()
-            await origin.stop()
-            throw error
         }
-        await harness.cleanUp()
-        await origin.stop()
     }
 
     @Test("GCS without a key: the machine's service account from the metadata server, with Metadata-Flavor")

@@ -233,3 +233,25 @@ final class Tally: Sendable {
 
     var value: Int { count.withLock { $0 } }
 }
+
+/// What the shared-stage and server tests load: an 800x600 JPEG, its type, two
+/// thumbnail sizes, and how far two images of one size differ.
+protocol PhotoFixtures {}
+
+private let photoBytes = TestImages.bytes("jpeg-800x600.jpg")
+
+extension PhotoFixtures {
+    static var jpegType: (String, String) { ("Content-Type", "image/jpeg") }
+    static var photo: [UInt8] { photoBytes }
+    var large: ThumbnailOptions { ThumbnailOptions(maxPixelSize: 128) }
+    var small: ThumbnailOptions { ThumbnailOptions(maxPixelSize: 64) }
+
+    /// The mean absolute difference per channel of two images of the same size.
+    static func meanDifference(_ a: RasterImage, _ b: RasterImage) -> Double {
+        guard a.width == b.width, a.height == b.height else { return .infinity }
+        let (x, y) = (a.pixels, b.pixels)
+        var total = 0
+        for index in x.indices { total += abs(Int(x[index]) - Int(y[index])) }
+        return Double(total) / Double(x.count)
+    }
+}
