@@ -71,13 +71,27 @@ extension ImageLoader {
     /// `body` on the loader's worker threads (its decoding threads, with their niceness
     /// and share of cores), once `bytes` are found to be of an accepted type: for callers
     /// that decode and process bytes their own way, such as the image service's general
-    /// path. Thrown errors are mapped as the loader's own (a decoder's error stays one).
+    /// path. A decoder's error is the loader's `.decoding`, as for its own decodes; any
+    /// other error `body` throws (the caller's own) comes out as it was thrown.
     package func processing<T: Sendable>(
         _ bytes: [UInt8], declaredContentType: String?, priority: LoadPriority = .normal,
         _ body: @escaping @Sendable (any ImageDecoding) throws -> T
-    ) async throws(ImageLoadingError) -> T {
+    ) async throws -> T {
         _ = try context.acceptedFormat(bytes, declaredContentType: declaredContentType, url: "bytes")
-        return try await onWorker("bytes", priority: priority, makesThumbnail: true, body) { $0 }
+        // The caller's errors cross the worker and the loader's error mapping untouched.
+        let outcome = try await onWorker("bytes", priority: priority, makesThumbnail: true) {
+            decoder -> Result<T, any Error> in
+            do {
+                return .success(try body(decoder))
+            } catch let error as ImageDecodingError {
+                throw error
+            } catch {
+                return .failure(error)
+            }
+        } then: {
+            $0
+        }
+        return try outcome.get()
     }
 
     /// `body` on a worker (``PipelineContext/decoding(_:priority:makesThumbnail:_:then:)``)

@@ -405,23 +405,19 @@ extension ImageService {
         let processor = RequestProcessor(
             options: options, limits: limits, decodingLimits: decodingLimits, exif: exif, format: format,
             encoders: encoders, shrinkOnLoad: configuration.shrinkOnLoad, watermark: watermark, spans: workerSpans)
-        let outcome: Result<RequestProcessor.Encoded, ServiceError>
         do {
-            outcome = try await loader.processing(bytes, declaredContentType: contentType) { decoder in
-                // The request's own failures keep their status; decoders' errors go on to
-                // the loader, which maps them as its own.
+            // The request's own failures keep their status; decoders' errors are the
+            // loader's `.decoding`.
+            return try await loader.processing(bytes, declaredContentType: contentType) { decoder in
                 do {
-                    return .success(try processor.encoded(bytes, decoder: decoder))
-                } catch let error as ServiceError {
-                    return .failure(error)
+                    return try processor.encoded(bytes, decoder: decoder)
                 } catch let error as ImageEncodingError {
-                    return .failure(ServiceError(status: 500, error.description))
+                    throw ServiceError(status: 500, error.description)
                 }
             }
         } catch {
             throw ServiceError.from(error)
         }
-        return try outcome.get()
     }
 
     /// A year: the longest `max-age` the service sends.
