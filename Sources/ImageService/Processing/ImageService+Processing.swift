@@ -195,10 +195,10 @@ extension ImageService {
         } catch let error as ImageLoadingError {
             if case .notModified(let headers) = error.reason {
                 // The origin, asked with the client's validators, says its copy is current.
-                func value(_ name: String) -> String? { headers.first { $0.hasName(name) }?.value }
                 let answered = SourceData(
-                    bytes: [], contentType: nil, entityTag: value("ETag"), lastModified: value("Last-Modified"),
-                    freshFor: nil, tier: "revalidated", cacheControl: value("Cache-Control"), expires: value("Expires"))
+                    bytes: [], contentType: nil, entityTag: headers.first(named: "ETag"),
+                    lastModified: headers.first(named: "Last-Modified"), freshFor: nil, tier: "revalidated",
+                    cacheControl: headers.first(named: "Cache-Control"), expires: headers.first(named: "Expires"))
                 return .notModified(meta(answered, request, format: request.url.format, now: now))
             }
             let (source, status) = try fallback(for: ServiceError.from(error))

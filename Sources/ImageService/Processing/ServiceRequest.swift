@@ -14,7 +14,7 @@ struct ServiceRequest: Sendable {
     /// What the client takes and hints (``ClientFeatures``).
     let features: ClientFeatures
     /// The client's conditional header fields, as ``ImageService/Configuration/validators`` reads them.
-    let conditions: Conditions
+    private(set) var conditions: Conditions
     /// The cookie passed on to the source (``ImageService/Configuration/cookies``), if any.
     let cookie: String?
     /// Where the result is kept (the result cache, the result bucket); `nil` when it is
@@ -39,9 +39,9 @@ struct ServiceRequest: Sendable {
 
     /// The same request with other conditions (none: the image itself is wanted).
     func with(_ conditions: Conditions) -> ServiceRequest {
-        ServiceRequest(
-            url: url, source: source, features: features, conditions: conditions, cookie: cookie, cacheKey: cacheKey,
-            limits: limits)
+        var request = self
+        request.conditions = conditions
+        return request
     }
 }
 
