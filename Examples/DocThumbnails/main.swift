@@ -5,6 +5,12 @@ import RasterImage
 let thumb = try ImageDecoder().thumbnail(.file(path: "photo.jpg"), options: ThumbnailOptions(maxPixelSize: 256))
 print(thumb)
 
+var uploadLimits = DecodingLimits()
+uploadLimits.maxPixelsPerFrame = 40_000_000
+let checked = try ImageDecoder().thumbnail(
+    .file(path: "photo.jpg"), limits: uploadLimits, options: ThumbnailOptions(maxPixelSize: 256))
+print(checked)
+
 var options = ThumbnailOptions(width: 128, height: 128, fit: .fill)   // cropped from the middle
 options.kernel = .lanczos3          // or .lanczos2, .mitchell, .bilinear, .box
 options.linearLight = true

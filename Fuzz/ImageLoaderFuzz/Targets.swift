@@ -30,13 +30,11 @@ func fuzzDecoder(_ format: ImageFormat, _ bytes: [UInt8]) {
     _ = try? decoder.decode(.bytes(bytes), options: DecodingOptions(limits: fuzzLimits, frames: .all))
     _ = try? decoder.decode(
         .bytes(bytes), options: DecodingOptions(limits: fuzzLimits, frames: .first, allowsTruncatedData: true))
-    var fill = ThumbnailOptions(width: 17, height: 9, fit: .fill)
-    fill.limits = fuzzLimits
-    _ = try? decoder.thumbnail(.bytes(bytes), options: fill)
+    let fill = ThumbnailOptions(width: 17, height: 9, fit: .fill)
+    _ = try? decoder.thumbnail(.bytes(bytes), limits: fuzzLimits, options: fill)
     var fit = ThumbnailOptions(maxPixelSize: 24)
-    fit.limits = fuzzLimits
     fit.allowsUpscaling = true
-    _ = try? decoder.thumbnail(.bytes(bytes), options: fit)
+    _ = try? decoder.thumbnail(.bytes(bytes), limits: fuzzLimits, options: fit)
     // Options chosen from the header that the thumbnail's own decode reads.
     _ = try? decoder.thumbnail(.bytes(bytes), limits: fuzzLimits) { info in
         var chosen = ThumbnailOptions(maxPixelSize: min(64, max(1, info.width / 4)), fit: info.hasAlpha ? .fill : .fit)

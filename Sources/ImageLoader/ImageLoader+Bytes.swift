@@ -51,18 +51,18 @@ extension ImageLoader {
         // Without a memory cache there is nothing to look up: the bytes are not hashed.
         let name = memoryCache == nil ? "bytes:" : "sha256:" + ImageLoader.digest(of: bytes)
         let url = URL(string: name) ?? URL(fileURLWithPath: "/")
-        let product = ImageProduct.thumbnail(options).normalized(limits: configuration.decodingOptions.limits)
+        let product = ImageProduct.thumbnail(options)
         let key = CacheKey(url: url, product: product)
         if memoryCache != nil, let entry = context.freshInMemory(key) {
             context.metrics.memoryHit()
             return LoadedImage(image: entry.image, source: .memory, url: url, encoded: entry.encoded)
         }
         _ = try context.acceptedFormat(bytes, declaredContentType: declaredContentType, url: url.absoluteString)
-        let made = product.thumbnailOptions ?? options
+        let limits = configuration.decodingOptions.limits
         let (image, encoded) = try await onWorker(url.absoluteString, priority: priority, makesThumbnail: true) {
-            try $0.thumbnail(.bytes(bytes), options: made)
+            try $0.thumbnail(.bytes(bytes), limits: limits, options: options)
         } then: { image in
-            (image, LoadOperation.encoded(image, made))
+            (image, LoadOperation.encoded(image, options))
         }
         if memoryCache != nil { context.remember(image, encoded: encoded, response: nil, for: key) }
         return LoadedImage(image: image, source: LoadedImage.Source.bytes, url: url, encoded: encoded)

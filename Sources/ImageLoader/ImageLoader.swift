@@ -37,14 +37,11 @@ public final class ImageLoader: Sendable {
     private let dataLoader: any DataLoading
     private let workers: WorkerPool
     private let isShutDown = Lock(false)
-    /// The configuration's decoding limits, which every thumbnail key carries.
-    private let decodingLimits: DecodingLimits
 
     /// Creates the loader: its disk cache (reading the index), its HTTP client and its
     /// worker threads. Call ``shutdown()`` when done.
     public init(configuration: Configuration = Configuration()) throws {
         self.configuration = configuration
-        decodingLimits = configuration.decodingOptions.limits
         diskCache = try configuration.cacheDirectory.map {
             try DiskCache(
                 directory: $0, maxBytes: configuration.diskCacheMaxBytes, clock: configuration.clock,
@@ -120,12 +117,12 @@ public final class ImageLoader: Sendable {
         try await first(url, product: .thumbnail(options), options: loadOptions)
     }
 
-    /// The key a product of `url` is loaded and cached under.
-    /// (On every load, memory hits included: it reads ``decodingLimits``, not the
-    /// configuration, whose copy would retain and release every reference it holds.)
+    /// The key a product of `url` is loaded and cached under (on every load, memory hits
+    /// included: it reads nothing of the configuration, whose copy would retain and
+    /// release every reference it holds).
     private func productKey(_ url: URL, _ product: ImageProduct, _ options: LoadOptions) -> ProductKey {
         ProductKey(
-            cache: CacheKey(url: url.droppingFragment, product: product.normalized(limits: decodingLimits)),
+            cache: CacheKey(url: url.droppingFragment, product: product),
             cachePolicy: options.cachePolicy, headers: options.headers)
     }
 

@@ -16,14 +16,6 @@ public enum ImageProduct: Sendable, Hashable {
     // small as its URL's (memory hits of originals were 1.13x slower unboxed).
     indirect case thumbnail(ThumbnailOptions)
 
-    /// The product with the loader's decoding limits, so that two requests differing
-    /// only in limits the loader overrides are one product.
-    func normalized(limits: DecodingLimits) -> ImageProduct {
-        guard case .thumbnail(var options) = self else { return self }
-        options.limits = limits
-        return .thumbnail(options)
-    }
-
     /// The thumbnail's options, or `nil` for the original.
     var thumbnailOptions: ThumbnailOptions? {
         if case .thumbnail(let options) = self { return options }

@@ -17,7 +17,7 @@ import Testing
 struct LoaderInAServerTests: PhotoFixtures {
     @Test("bytes from a ByteBuffer: decoded and thumbnailed in place, with the loader's limits and memory cache")
     func bytesInput() async throws {
-        try await withOrigin { _, harness in
+        try await withOrigin { origin, harness in
             let loader = try harness.loader()
             let buffer = ByteBuffer(bytes: Self.photo)
             let decoded = try await loader.decode(buffer.readableBytesView, declaredContentType: "image/jpeg")
@@ -37,14 +37,22 @@ struct LoaderInAServerTests: PhotoFixtures {
             await #expect(throws: ImageLoadingError.self) {
                 try await loader.decode(buffer.readableBytesView, declaredContentType: "image/png")
             }
+            // The loader's limits hold for every thumbnail it makes, from bytes or from a URL.
             let limited = try harness.loader { $0.decodingOptions.limits.maxPixelsPerFrame = 1000 }
-            do {
-                _ = try await limited.thumbnail(of: buffer.readableBytesView, options: small)
-                Issue.record("over the limit, yet decoded")
-            } catch let error as ImageLoadingError {
-                guard case .decoding(let reason) = error.reason, case .tooManyPixels = reason.reason else {
-                    Issue.record("got \(error)")
-                    return
+            origin.serve("/limited.jpg", .init(headers: [Self.jpegType], body: Self.photo))
+            for attempt in ["bytes", "url"] {
+                do {
+                    if attempt == "bytes" {
+                        _ = try await limited.thumbnail(of: buffer.readableBytesView, options: small)
+                    } else {
+                        _ = try await limited.thumbnail(for: origin.url("/limited.jpg"), options: small)
+                    }
+                    Issue.record("over the limit, yet decoded from \(attempt)")
+                } catch let error as ImageLoadingError {
+                    guard case .decoding(let reason) = error.reason, case .tooManyPixels = reason.reason else {
+                        Issue.record("got \(error) from \(attempt)")
+                        continue
+                    }
                 }
             }
         }

@@ -33,9 +33,6 @@ struct StorageNameTests {
             names.insert(options.storageName)
         }
         #expect(names.count == variants.count + 1)
-        var limited = base
-        limited.limits.maxPixelsPerFrame = 1_000
-        #expect(limited.storageName == base.storageName)
     }
 
     @Test("cache keys compare as values exactly as their storage names compare as text")
@@ -48,9 +45,8 @@ struct StorageNameTests {
             { $0.appliesOrientation = false }, { $0.frames = .all }, { $0.frames = .prefix(3) },
             { $0.usesEmbeddedThumbnail = true }, { $0.outputFormat = .png(PNGEncoder()) },
             { $0.outputFormat = .jpeg(JPEGEncoder(quality: 85, progressive: true)) },
-            { $0.limits.maxPixelsPerFrame = 1_000 }, { $0.limits.maxTotalBytes = 1 << 20 },
         ]
-        // Every pair of one or two changes: gravity counts only for fill, limits never.
+        // Every pair of one or two changes: gravity counts only for fill.
         var variants: [ThumbnailOptions] = []
         for first in changes {
             for second in changes {
@@ -74,13 +70,13 @@ struct StorageNameTests {
         #expect(CacheKey(url: relative, product: .original) == keys[0])
     }
 
-    @Test("the identity holds every field of the options but the limits, and each of its fields names thumbnails apart")
+    @Test("the identity holds every field of the options, and each of its fields names thumbnails apart")
     func identityIsEveryField() {
         let base = ThumbnailOptions(width: 64, height: 48, fit: .fill)
         // A field added to ThumbnailOptions fails here until the identity holds it.
         let fields = Set(Mirror(reflecting: base).children.compactMap(\.label))
         let identity = Set(Mirror(reflecting: base.identity).children.compactMap(\.label))
-        #expect(fields.subtracting(["limits"]) == identity)
+        #expect(fields == identity)
         // And each of the identity's fields changes the name (a field without a change here fails).
         let changes: [String: (inout ThumbnailOptions) -> Void] = [
             "width": { $0.width = 65 }, "height": { $0.height = 49 }, "fit": { $0.fit = .force },

@@ -56,9 +56,10 @@ struct FormatTableTests {
     func pixelLimitMessage() throws {
         var options = ThumbnailOptions(width: 8192, height: 8192, fit: .fill)
         options.allowsUpscaling = true
-        options.limits.maxPixelsPerFrame = 50_000_000
+        var limits = DecodingLimits()
+        limits.maxPixelsPerFrame = 50_000_000
         let error = #expect(throws: ImageDecodingError.self) {
-            _ = try options.resultSize(sourceWidth: 100, sourceHeight: 100)
+            _ = try options.resultSize(sourceWidth: 100, sourceHeight: 100, limits: limits)
         }
         #expect(error?.reason == .invalidThumbnailSize(width: 8192, height: 8192))
         #expect(error?.description.contains("more pixels than the decoding limits allow") == true)

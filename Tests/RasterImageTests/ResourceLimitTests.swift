@@ -156,7 +156,7 @@ struct ResourceLimitTests {
         let image = try ImageDecoder().decode(.file(path: Fixtures.root + "/images/png-photo.png"))
         let geometry = try ThumbnailGeometry(
             sourceWidth: image.width, sourceHeight: image.height, orientation: .up,
-            options: ThumbnailOptions(width: 40, height: 90, fit: .fill))
+            options: ThumbnailOptions(width: 40, height: 90, fit: .fill), limits: DecodingLimits())
         let whole = try image.resized(width: geometry.scaledWidth, height: geometry.scaledHeight)
             .cropped(x: geometry.cropX, y: geometry.cropY, width: geometry.croppedWidth, height: geometry.croppedHeight)
         let window = image.resized(
@@ -218,12 +218,24 @@ struct ResourceLimitTests {
         let path = Fixtures.root + "/images/png-rgb8.png"
         var huge = ThumbnailOptions(maxPixelSize: ThumbnailOptions.maxSide)
         huge.allowsUpscaling = true
-        huge.limits.maxPixelsPerFrame = 1_000_000
-        let tooLarge = expectDecodingError { _ = try ImageDecoder().thumbnail(.file(path: path), options: huge) }
+        var limits = DecodingLimits()
+        limits.maxPixelsPerFrame = 1_000_000
+        let tooLarge = expectDecodingError {
+            _ = try ImageDecoder().thumbnail(.file(path: path), limits: limits, options: huge)
+        }
         guard case .invalidThumbnailSize = tooLarge?.reason else {
             Issue.record("\(String(describing: tooLarge))")
             return
         }
+        // An image already decoded is held to the limits it is given, and a reduced decode
+        // to the limits it was decoded under.
+        let image = try ImageDecoder().decode(.file(path: path))
+        let inMemory = expectDecodingError { _ = try image.thumbnail(limits: limits, options: huge) }
+        #expect(inMemory?.reason == tooLarge?.reason)
+        let reduced = try ImageDecoder().decode(
+            .file(path: path), options: DecodingOptions(limits: limits), reducedFor: [huge])
+        let fromReduced = expectDecodingError { _ = try reduced.thumbnail(options: huge) }
+        #expect(fromReduced?.reason == tooLarge?.reason)
     }
 
     @Test("checked arithmetic: overflow is nil or saturated, never a trap")

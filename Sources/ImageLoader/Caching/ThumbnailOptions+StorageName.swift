@@ -4,8 +4,8 @@ import RasterImage
 // The names the caches file thumbnails under. They belong to the caches, not to the
 // codec library: RasterImage knows nothing about caches.
 
-/// Everything that shapes a thumbnail's pixels and its encoding, and nothing else (not
-/// the limits, which the loader sets): the one list of a thumbnail's identity. The
+/// Everything that shapes a thumbnail's pixels and its encoding, and nothing else: the
+/// one list of a thumbnail's identity (every field of ``ThumbnailOptions``). The
 /// memory cache's equality and hash are this value's own (synthesised from its fields),
 /// and the disk cache's name is written from the same fields, so a setting cannot count
 /// for one cache and not the other. StorageNameTests fails when ThumbnailOptions or an

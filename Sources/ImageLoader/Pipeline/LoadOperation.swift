@@ -197,8 +197,9 @@ struct LoadOperation: CachedProductMaking {
         case .thumbnail(let options):
             // The decoder shrinks while loading when it can (the protocol's default
             // decodes, then resizes); the encode follows on the same worker.
+            let limits = configuration.decodingOptions.limits
             return try await context.decoding(urlText, priority: priority, makesThumbnail: true) { decoder in
-                try decoder.thumbnail(source, options: options)
+                try decoder.thumbnail(source, limits: limits, options: options)
             } then: { image in
                 (image, LoadOperation.encoded(image, options)?.bytes)
             }

@@ -152,7 +152,6 @@ struct GeneralPath: Sendable {
         thumbnail.shrinkOnLoad = shrinkOnLoad
         thumbnail.keepsColorProfile = !options.stripColorProfile
         thumbnail.usesEmbeddedThumbnail = options.enforceThumbnail
-        thumbnail.limits = limits
         thumbnail.frames = frames
         return thumbnail
     }

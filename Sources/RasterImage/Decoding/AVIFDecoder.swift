@@ -67,13 +67,13 @@ enum AVIFDecoder: FormatDecoder {
             let file = try AVIFFile(bytes, limits: request.limits)
             let options = try request.options(file.info)
             guard case .first = options.frames else {
-                return try decode(file, options: DecodingOptions(limits: options.limits, frames: options.frames))
-                    .thumbnail(options: options)
+                return try decode(file, options: DecodingOptions(limits: request.limits, frames: options.frames))
+                    .thumbnail(limits: request.limits, options: options)
             }
-            return try file.withFrame(0, limits: options.limits) { plane, _ in
+            return try file.withFrame(0, limits: request.limits) { plane, _ in
                 try plane.thumbnail(
                     plane.region(file.crop), orientation: file.orientation, iccProfile: file.iccProfile,
-                    format: .avif, hasAlpha: file.hasAlpha, options: options)
+                    format: .avif, hasAlpha: file.hasAlpha, options: options, limits: request.limits)
             }
         }
     }

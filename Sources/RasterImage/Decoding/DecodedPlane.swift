@@ -113,11 +113,11 @@ struct DecodedPlane {
     /// A thumbnail of the plane's `region`: its rows streamed into a resize, never copied whole.
     func thumbnail(
         _ region: Rect, orientation: Orientation, iccProfile: [UInt8]?, format: ImageFormat, hasAlpha: Bool,
-        options: ThumbnailOptions
+        options: ThumbnailOptions, limits: DecodingLimits
     ) throws -> RasterImage {
         try DecodedPlane.thumbnail(
             width: region.width, height: region.height, orientation: orientation, iccProfile: iccProfile,
-            format: format, hasAlpha: hasAlpha, options: options
+            format: format, hasAlpha: hasAlpha, options: options, limits: limits
         ) { target in write(region, into: target) }
     }
 
@@ -140,10 +140,10 @@ struct DecodedPlane {
     /// into a streaming resize: the full-size image is never held.
     static func thumbnail(
         width: Int, height: Int, orientation: Orientation, iccProfile: [UInt8]?, format: ImageFormat, hasAlpha: Bool,
-        options: ThumbnailOptions, rows: (any RowTarget) throws -> Void
+        options: ThumbnailOptions, limits: DecodingLimits, rows: (any RowTarget) throws -> Void
     ) throws -> RasterImage {
         let geometry = try ThumbnailGeometry(
-            sourceWidth: width, sourceHeight: height, orientation: orientation, options: options)
+            sourceWidth: width, sourceHeight: height, orientation: orientation, options: options, limits: limits)
         let resizer = StreamingResizer(
             window: geometry.window(inputWidth: width, inputHeight: height), kernel: options.kernel,
             channels: hasAlpha ? .straightAlpha : .independent, linearLight: options.linearLight)

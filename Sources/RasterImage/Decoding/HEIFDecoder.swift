@@ -39,14 +39,17 @@ enum HEIFDecoder: FormatDecoder {
             let file = try HEIFFile(bytes, limits: request.limits)
             let options = try request.options(file.info)
             try checkFrame(options.frames)
-            if options.usesEmbeddedThumbnail, let embedded = try file.embeddedThumbnail(fitting: options) {
+            if options.usesEmbeddedThumbnail,
+                let embedded = try file.embeddedThumbnail(fitting: options, limits: request.limits)
+            {
                 return embedded
             }
             let region = file.region
             return try DecodedPlane.thumbnail(
                 width: region.width, height: region.height, orientation: file.orientation,
-                iccProfile: file.iccProfile, format: .heif, hasAlpha: file.hasAlpha, options: options
-            ) { target in try file.write(into: target, limits: options.limits) }
+                iccProfile: file.iccProfile, format: .heif, hasAlpha: file.hasAlpha, options: options,
+                limits: request.limits
+            ) { target in try file.write(into: target, limits: request.limits) }
         }
     }
 
@@ -293,7 +296,7 @@ final class HEIFFile {
 
     /// The file's embedded thumbnail made into the thumbnail asked for, when there is
     /// one at least as large as the box (else `nil`: the main image is used).
-    func embeddedThumbnail(fitting options: ThumbnailOptions) throws -> RasterImage? {
+    func embeddedThumbnail(fitting options: ThumbnailOptions, limits: DecodingLimits) throws -> RasterImage? {
         let count = Int(heif_image_handle_get_number_of_thumbnails(handle))
         guard count > 0 else { return nil }
         var id: heif_item_id = 0
@@ -309,13 +312,13 @@ final class HEIFFile {
         // Used only when it holds at least the pixels the thumbnail shows (the main image's
         // scaled size, on its longer and its shorter side).
         let main = try ThumbnailGeometry(
-            sourceWidth: region.width, sourceHeight: region.height, orientation: orientation, options: options)
+            sourceWidth: region.width, sourceHeight: region.height, orientation: orientation, options: options, limits: limits)
         let needed = (max(main.scaledWidth, main.scaledHeight), min(main.scaledWidth, main.scaledHeight))
         guard max(width, height) >= needed.0, min(width, height) >= needed.1 else { return nil }
-        return try decode(thumbnail, limits: options.limits, transforms: true) { plane in
+        return try decode(thumbnail, limits: limits, transforms: true) { plane in
             try plane.thumbnail(
                 plane.region(nil), orientation: .up, iccProfile: iccProfile, format: .heif,
-                hasAlpha: heif_image_handle_has_alpha_channel(thumbnail) != 0, options: options)
+                hasAlpha: heif_image_handle_has_alpha_channel(thumbnail) != 0, options: options, limits: limits)
         }
     }
 }

@@ -85,7 +85,7 @@ enum ICODecoder: FormatDecoder {
         let options = try request.options(
             ImageInfo(format: .ico, width: biggest.width, height: biggest.height, hasAlpha: true))
         let geometry = try ThumbnailGeometry(
-            sourceWidth: biggest.width, sourceHeight: biggest.height, orientation: .up, options: options)
+            sourceWidth: biggest.width, sourceHeight: biggest.height, orientation: .up, options: options, limits: request.limits)
         // The smallest entry of the largest's shape that covers the scaled size.
         let covering = all.filter {
             $0.width >= geometry.scaledWidth && $0.height >= geometry.scaledHeight
@@ -95,7 +95,7 @@ enum ICODecoder: FormatDecoder {
             covering.min {
                 ($0.width * $0.height, -$0.bitsPerPixel) < ($1.width * $1.height, -$1.bitsPerPixel)
             } ?? biggest
-        return try decode(chosen, reader, limits: options.limits).thumbnail(options: options)
+        return try decode(chosen, reader, limits: request.limits).thumbnail(limits: request.limits, options: options)
     }
 
     /// One entry's image: its PNG decoded as PNG, its bitmap as a BMP with the mask applied.

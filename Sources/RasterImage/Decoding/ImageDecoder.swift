@@ -77,16 +77,19 @@ public protocol ImageDecoding: Sendable {
     func decode(_ source: ImageSource, options: DecodingOptions) throws(ImageDecodingError) -> RasterImage
     /// Reads the header of the image in `source` without decoding its pixels.
     func info(_ source: ImageSource, options: DecodingOptions) throws(ImageDecodingError) -> ImageInfo
-    /// A thumbnail of the image in `source`, upright, sRGB, straight alpha.
-    /// Default: ``decode(_:options:)`` with the thumbnail's limits and frames, then
-    /// ``RasterImage/thumbnail(options:)``.
-    func thumbnail(_ source: ImageSource, options: ThumbnailOptions) throws(ImageDecodingError) -> RasterImage
+    /// A thumbnail of the image in `source`, upright, sRGB, straight alpha; `limits`
+    /// bound the whole read (the full-size header is checked before anything is
+    /// allocated) and the thumbnail's pixels.
+    /// Default: ``decode(_:options:)`` with `limits` and the thumbnail's frames, then
+    /// ``RasterImage/thumbnail(limits:options:)``.
+    func thumbnail(_ source: ImageSource, limits: DecodingLimits, options: ThumbnailOptions)
+        throws(ImageDecodingError) -> RasterImage
     /// A thumbnail whose options are chosen from the image's header, read once: `options`
     /// is called with the header (the same facts ``info(_:options:)`` returns) before any
-    /// pixel is decoded, and the thumbnail is made as ``thumbnail(_:options:)`` makes it.
-    /// `limits` bound the whole read and replace the chosen options' own.
+    /// pixel is decoded, and the thumbnail is made as ``ImageDecoding/thumbnail(_:limits:options:)-228y1``
+    /// makes it. `limits` bound the whole read.
     /// Throws ``ImageDecodingError``, or what `options` throws, unchanged.
-    /// Default: ``info(_:options:)``, then ``thumbnail(_:options:)`` (two reads).
+    /// Default: ``info(_:options:)``, then ``ImageDecoding/thumbnail(_:limits:options:)-228y1`` (two reads).
     func thumbnail(
         _ source: ImageSource, limits: DecodingLimits, options: (ImageInfo) throws -> ThumbnailOptions
     ) throws -> RasterImage
@@ -98,24 +101,35 @@ public protocol ImageDecoding: Sendable {
 }
 
 extension ImageDecoding {
-    public func thumbnail(_ source: ImageSource, options: ThumbnailOptions) throws(ImageDecodingError) -> RasterImage {
+    public func thumbnail(_ source: ImageSource, limits: DecodingLimits, options: ThumbnailOptions)
+        throws(ImageDecodingError) -> RasterImage
+    {
         try options.validate()
-        return try decode(source, options: DecodingOptions(limits: options.limits, frames: options.frames))
-            .thumbnail(options: options)
+        return try decode(source, options: DecodingOptions(limits: limits, frames: options.frames))
+            .thumbnail(limits: limits, options: options)
+    }
+
+    /// A thumbnail under the default ``DecodingLimits``, as
+    /// ``ImageDecoding/thumbnail(_:limits:options:)-228y1`` makes it.
+    ///
+    /// ```swift
+    /// let thumb = try decoder.thumbnail(.data(body), options: ThumbnailOptions(maxPixelSize: 256))
+    /// ```
+    public func thumbnail(_ source: ImageSource, options: ThumbnailOptions) throws(ImageDecodingError) -> RasterImage {
+        try thumbnail(source, limits: DecodingLimits(), options: options)
     }
 
     public func thumbnail(
         _ source: ImageSource, limits: DecodingLimits, options: (ImageInfo) throws -> ThumbnailOptions
     ) throws -> RasterImage {
-        var chosen = try options(info(source, options: DecodingOptions(limits: limits)))
-        chosen.limits = limits
-        return try thumbnail(source, options: chosen)
+        let chosen = try options(info(source, options: DecodingOptions(limits: limits)))
+        return try thumbnail(source, limits: limits, options: chosen)
     }
 
     public func decode(_ source: ImageSource, options: DecodingOptions, reducedFor thumbnails: [ThumbnailOptions])
         throws(ImageDecodingError) -> ReducedImage
     {
-        ReducedImage(full: try decode(source, options: options))
+        ReducedImage(full: try decode(source, options: options), limits: options.limits)
     }
 }
 
@@ -249,8 +263,8 @@ extension FormatDecoder {
     static func thumbnail(_ reader: ByteReader, _ request: ThumbnailRequest) throws -> RasterImage {
         let options = try request.options(try info(reader, limits: request.limits))
         reader.seek(to: 0)
-        let image = try decode(reader, options: DecodingOptions(limits: options.limits, frames: options.frames))
-        return try image.thumbnail(options: options)
+        let image = try decode(reader, options: DecodingOptions(limits: request.limits, frames: options.frames))
+        return try image.thumbnail(limits: request.limits, options: options)
     }
 }
 

@@ -66,19 +66,19 @@ enum JXLDecoder: FormatDecoder {
             // Options chosen from the header need the frame count: a read of the frame headers first.
             let options = try request.options(try info(bytes, limits: request.limits))
             guard case .first = options.frames else {
-                return try decode(bytes, limits: options.limits, frames: options.frames, progressive: false)
-                    .thumbnail(options: options)
+                return try decode(bytes, limits: request.limits, frames: options.frames, progressive: false)
+                    .thumbnail(limits: request.limits, options: options)
             }
             // The DC (1/8) suffices when it leaves at least twice the thumbnail on both sides.
-            let probe = try JXLSession(bytes, limits: options.limits, events: JXL_DEC_BASIC_INFO.rawValue)
+            let probe = try JXLSession(bytes, limits: request.limits, events: JXL_DEC_BASIC_INFO.rawValue)
             _ = try probe.next()
             let (width, height) = (Int(probe.basicInfo.xsize), Int(probe.basicInfo.ysize))
             let geometry = try ThumbnailGeometry(
-                sourceWidth: width, sourceHeight: height, orientation: probe.orientation, options: options)
+                sourceWidth: width, sourceHeight: height, orientation: probe.orientation, options: options, limits: request.limits)
             let factor = ShrinkFactor.choose(
                 width: width, height: height, target: geometry, mode: options.shrinkOnLoad, choices: [8])
-            let image = try decode(bytes, limits: options.limits, frames: .first, progressive: factor == 8)
-            return try image.thumbnail(options: options)
+            let image = try decode(bytes, limits: request.limits, frames: .first, progressive: factor == 8)
+            return try image.thumbnail(limits: request.limits, options: options)
         }
     }
 

@@ -75,9 +75,8 @@ extension ImageDecoding {
     {
         let info = try self.info(.bytes(bytes), options: DecodingOptions(limits: options.limits))
         var thumbnailOptions = ThumbnailOptions(maxPixelSize: 100)
-        thumbnailOptions.limits = options.limits
         thumbnailOptions.shrinkOnLoad = .fastest
-        let small = try thumbnail(.bytes(bytes), options: thumbnailOptions)
+        let small = try thumbnail(.bytes(bytes), limits: options.limits, options: thumbnailOptions)
         var photo = PhotoMetadata(fileBytes: bytes)
         if !options.includesLocation {
             photo?.latitude = nil

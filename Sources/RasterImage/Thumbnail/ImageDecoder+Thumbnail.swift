@@ -7,17 +7,22 @@ extension ImageDecoder {
     /// ```swift
     /// let thumb = try ImageDecoder().thumbnail(.file(path: "photo.jpg"), options: ThumbnailOptions(maxPixelSize: 256))
     /// ```
-    public func thumbnail(_ source: ImageSource, options: ThumbnailOptions) throws(ImageDecodingError) -> RasterImage {
+    ///
+    /// `limits` bound the whole read: the full-size header is checked before anything is
+    /// allocated, and the thumbnail's pixels are held to them too.
+    public func thumbnail(_ source: ImageSource, limits: DecodingLimits, options: ThumbnailOptions)
+        throws(ImageDecodingError) -> RasterImage
+    {
         try options.validate()
-        return try ImageDecoder.run(source, options.limits) { reader, decoder in
-            try decoder.thumbnail(reader, .given(options))
+        return try ImageDecoder.run(source, limits) { reader, decoder in
+            try decoder.thumbnail(reader, ThumbnailRequest(limits: limits, .given(options)))
         }
     }
 
     /// A thumbnail whose options are chosen from the header that the thumbnail's own
     /// decode reads: no second pass over the header, as ``info(_:options:)`` followed by
     /// ``thumbnail(_:options:)`` would make. `options` sees the header before any pixel
-    /// is decoded; `limits` bound the whole read and replace the chosen options' own.
+    /// is decoded; `limits` bound the whole read.
     ///
     /// Throws ``ImageDecodingError``, or the error `options` throws, unchanged.
     ///
@@ -39,14 +44,16 @@ extension ImageDecoder {
                 try ImageDecoder.run(source, limits) { reader, decoder in
                     try decoder.thumbnail(
                         reader,
-                        .fromHeader(limits) { info in
-                            do {
-                                return try choose(info)
-                            } catch {
-                                chooserError = error
-                                throw error
-                            }
-                        })
+                        ThumbnailRequest(
+                            limits: limits,
+                            .fromHeader { info in
+                                do {
+                                    return try choose(info)
+                                } catch {
+                                    chooserError = error
+                                    throw error
+                                }
+                            }))
                 }
             }
         } catch {
@@ -63,37 +70,41 @@ extension ImageDecoder {
     /// ```swift
     /// let jpeg = try ImageDecoder().encodedThumbnail(.data(body), options: ThumbnailOptions(maxPixelSize: 256))
     /// ```
-    public func encodedThumbnail(_ source: ImageSource, options: ThumbnailOptions) throws -> EncodedImage {
-        try thumbnail(source, options: options).encodedKeepingAnimation(as: options.outputFormat)
+    public func encodedThumbnail(
+        _ source: ImageSource, limits: DecodingLimits = DecodingLimits(), options: ThumbnailOptions
+    ) throws -> EncodedImage {
+        try thumbnail(source, limits: limits, options: options).encodedKeepingAnimation(as: options.outputFormat)
     }
 }
 
-/// A thumbnail's options: given by the caller, or chosen from the header the
-/// thumbnail's own decode reads (``ImageDecoder/thumbnail(_:limits:options:)``).
-enum ThumbnailRequest {
-    case given(ThumbnailOptions)
-    case fromHeader(DecodingLimits, (ImageInfo) throws -> ThumbnailOptions)
+/// What one thumbnail decode is asked for: the limits that bound the read, and the
+/// options, given by the caller or chosen from the header the thumbnail's own decode
+/// reads (``ImageDecoder/thumbnail(_:limits:options:)-2d06x``).
+struct ThumbnailRequest {
+    enum Choice {
+        case given(ThumbnailOptions)
+        case fromHeader((ImageInfo) throws -> ThumbnailOptions)
+    }
 
-    /// What bounds the read, before the options are known.
-    var limits: DecodingLimits {
-        switch self {
-        case .given(let options): options.limits
-        case .fromHeader(let limits, _): limits
-        }
+    /// What bounds the read and the result, known before the options are.
+    let limits: DecodingLimits
+    let choice: Choice
+
+    init(limits: DecodingLimits, _ choice: Choice) {
+        self.limits = limits
+        self.choice = choice
     }
 
     /// The options; `info` is made only when they are chosen from it. The chooser sees
-    /// only a header within the limits' pixels; what it chooses is validated and held
-    /// to the request's limits.
+    /// only a header within the limits' pixels; what it chooses is validated.
     func options(_ info: @autoclosure () throws -> ImageInfo) throws -> ThumbnailOptions {
-        switch self {
+        switch choice {
         case .given(let options):
             return options
-        case .fromHeader(let limits, let choose):
+        case .fromHeader(let choose):
             let header = try info()
             try limits.check(width: header.width, height: header.height, format: header.format)
-            var options = try choose(header)
-            options.limits = limits
+            let options = try choose(header)
             try options.validate()
             return options
         }
@@ -109,7 +120,7 @@ extension JPEGDecoder {
         let metadata = session.metadata()
         let options = try request.options(info(session, metadata))
         let geometry = try ThumbnailGeometry(
-            sourceWidth: width, sourceHeight: height, orientation: metadata.orientation, options: options)
+            sourceWidth: width, sourceHeight: height, orientation: metadata.orientation, options: options, limits: request.limits)
         // CMYK with a profile lcms can read is converted by the profile, after the resize.
         let cmykModel = PixelColorModel.cmyk(inverted: session.cmykIsInverted)
         let keepsCMYK =
@@ -141,18 +152,18 @@ extension PNGDecoder {
         if header.interlaced {
             // Adam7 passes each cover the whole image: decode it, then resize.
             reader.seek(to: 0)
-            return try decode(reader, options: DecodingOptions(limits: options.limits)).thumbnail(options: options)
+            return try decode(reader, options: DecodingOptions(limits: request.limits)).thumbnail(limits: request.limits, options: options)
         }
         // An eXIf after the image data is found only at the end; the box is fitted
         // to the orientation known from the header.
         let geometry = try ThumbnailGeometry(
             sourceWidth: header.width, sourceHeight: header.height, orientation: header.orientation ?? .up,
-            options: options)
+            options: options, limits: request.limits)
         let resizer = StreamingResizer(
             window: geometry.window(inputWidth: header.width, inputHeight: header.height), kernel: options.kernel,
             channels: header.hasAlpha ? .straightAlpha : .independent, linearLight: options.linearLight)
         let (orientation, _) = try readImage(
-            reader, session: session, header: header, limits: options.limits,
+            reader, session: session, header: header, limits: request.limits,
             into: ResizingTarget(resizer: resizer, maxRows: 1), allowsTruncatedData: false)
         let image = RasterImage(
             validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight,
@@ -169,10 +180,10 @@ extension TIFFDecoder {
         let options = try request.options(try info(file, limits: request.limits))
         switch options.frames {
         case .all, .prefix:
-            return try decode(reader, options: DecodingOptions(limits: options.limits, frames: options.frames))
-                .thumbnail(options: options)
+            return try decode(reader, options: DecodingOptions(limits: request.limits, frames: options.frames))
+                .thumbnail(limits: request.limits, options: options)
         case .index(let n):
-            let count = try file.pageCount(limits: options.limits)
+            let count = try file.pageCount(limits: request.limits)
             guard n >= 0, n < count else {
                 throw ImageDecodingError(.frameOutOfRange(index: n, count: count), format: .tiff)
             }
@@ -181,12 +192,12 @@ extension TIFFDecoder {
             break
         }
         let page = try file.page()
-        try options.limits.check(width: page.width, height: page.height, format: .tiff)
+        try request.limits.check(width: page.width, height: page.height, format: .tiff)
         guard page.color != nil else {
-            return try file.decodePage(options: DecodingOptions(limits: options.limits)).thumbnail(options: options)
+            return try file.decodePage(options: DecodingOptions(limits: request.limits)).thumbnail(limits: request.limits, options: options)
         }
         let geometry = try ThumbnailGeometry(
-            sourceWidth: page.width, sourceHeight: page.height, orientation: page.orientation, options: options)
+            sourceWidth: page.width, sourceHeight: page.height, orientation: page.orientation, options: options, limits: request.limits)
         let associated = page.alpha?.associated == true
         let resizer = StreamingResizer(
             window: geometry.window(inputWidth: page.width, inputHeight: page.height), kernel: options.kernel,
@@ -210,10 +221,10 @@ extension BMPDecoder {
         let options = try request.options(header.info)
         header.dropAlphaIfUnused(reader)
         if header.compression == .rle8 || header.compression == .rle4 {
-            return try decode(reader, options: DecodingOptions(limits: options.limits)).thumbnail(options: options)
+            return try decode(reader, options: DecodingOptions(limits: request.limits)).thumbnail(limits: request.limits, options: options)
         }
         let geometry = try ThumbnailGeometry(
-            sourceWidth: header.width, sourceHeight: header.height, orientation: .up, options: options)
+            sourceWidth: header.width, sourceHeight: header.height, orientation: .up, options: options, limits: request.limits)
         let resizer = StreamingResizer(
             window: geometry.window(inputWidth: header.width, inputHeight: header.height), kernel: options.kernel,
             channels: header.hasAlphaChannel ? .straightAlpha : .independent, linearLight: options.linearLight)
@@ -237,12 +248,12 @@ extension WebPDecoder {
             let container = try WebPContainer(bytes, limits: request.limits)
             let options = try request.options(info(features, container))
             if features.has_animation != 0 {
-                return try decode(reader, options: DecodingOptions(limits: options.limits, frames: options.frames))
-                    .thumbnail(options: options)
+                return try decode(reader, options: DecodingOptions(limits: request.limits, frames: options.frames))
+                    .thumbnail(limits: request.limits, options: options)
             }
-            try checkStillWorkingMemory(features, limits: options.limits)
+            try checkStillWorkingMemory(features, limits: request.limits)
             let geometry = try ThumbnailGeometry(
-                sourceWidth: width, sourceHeight: height, orientation: container.orientation, options: options)
+                sourceWidth: width, sourceHeight: height, orientation: container.orientation, options: options, limits: request.limits)
             // libwebp scales while decoding: to the final size when speed matters most,
             // otherwise by a whole factor leaving at least 2x for the kernel.
             let (decodeWidth, decodeHeight): (Int, Int)

@@ -12,18 +12,22 @@ extension RasterImage {
     /// ```
     ///
     /// Throws ``ImageDecodingError/Reason/invalidThumbnailSize(width:height:)`` for a box
-    /// outside `1...ThumbnailOptions.maxSide` or larger than the limits allow.
-    public func thumbnail(options: ThumbnailOptions) throws(ImageDecodingError) -> RasterImage {
-        try thumbnail(options: options, sourceWidth: width, sourceHeight: height)
+    /// outside `1...ThumbnailOptions.maxSide`, or a result of more pixels than
+    /// `limits.maxPixelsPerFrame`.
+    public func thumbnail(limits: DecodingLimits = DecodingLimits(), options: ThumbnailOptions)
+        throws(ImageDecodingError) -> RasterImage
+    {
+        try thumbnail(options: options, limits: limits, sourceWidth: width, sourceHeight: height)
     }
 
     /// A thumbnail whose box is fitted to a `sourceWidth` x `sourceHeight` original
     /// this image is a reduction of (shrunk while loading).
-    func thumbnail(options: ThumbnailOptions, sourceWidth: Int, sourceHeight: Int) throws(ImageDecodingError)
-        -> RasterImage
+    func thumbnail(options: ThumbnailOptions, limits: DecodingLimits, sourceWidth: Int, sourceHeight: Int)
+        throws(ImageDecodingError) -> RasterImage
     {
         let geometry = try ThumbnailGeometry(
-            sourceWidth: sourceWidth, sourceHeight: sourceHeight, orientation: orientation, options: options)
+            sourceWidth: sourceWidth, sourceHeight: sourceHeight, orientation: orientation, options: options,
+            limits: limits)
         let kept: [Frame]
         switch options.frames {
         case .first: kept = [frames[0]]

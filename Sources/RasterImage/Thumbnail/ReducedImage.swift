@@ -14,25 +14,29 @@ public struct ReducedImage: Sendable {
     public let originalWidth: Int
     /// The original image's height, before any reduction.
     public let originalHeight: Int
+    /// The limits the image was decoded under, which its thumbnails are held to.
+    public let limits: DecodingLimits
 
-    /// An image decoded at full size.
-    public init(full image: RasterImage) {
-        self.init(image: image, originalWidth: image.width, originalHeight: image.height)
+    /// An image decoded at full size under `limits`.
+    public init(full image: RasterImage, limits: DecodingLimits = DecodingLimits()) {
+        self.init(image: image, originalWidth: image.width, originalHeight: image.height, limits: limits)
     }
 
-    init(image: RasterImage, originalWidth: Int, originalHeight: Int) {
+    init(image: RasterImage, originalWidth: Int, originalHeight: Int, limits: DecodingLimits) {
         self.image = image
         self.originalWidth = originalWidth
         self.originalHeight = originalHeight
+        self.limits = limits
     }
 
     /// Whether the pixels are the original's size.
     public var isFullSize: Bool { image.width == originalWidth && image.height == originalHeight }
 
-    /// A thumbnail, as ``RasterImage/thumbnail(options:)`` makes it, with the box
-    /// fitted to the original's size.
+    /// A thumbnail, as ``RasterImage/thumbnail(limits:options:)`` makes it, with the box
+    /// fitted to the original's size, held to the decode's ``limits``.
     public func thumbnail(options: ThumbnailOptions) throws(ImageDecodingError) -> RasterImage {
-        try image.thumbnail(options: options, sourceWidth: originalWidth, sourceHeight: originalHeight)
+        try image.thumbnail(
+            options: options, limits: limits, sourceWidth: originalWidth, sourceHeight: originalHeight)
     }
 }
 
@@ -45,7 +49,7 @@ extension ImageDecoder {
     {
         try ImageDecoder.run(source, options.limits) { reader, decoder in
             guard decoder.format == .jpeg, !thumbnails.isEmpty else {
-                return ReducedImage(full: try decoder.decode(reader, options: options))
+                return ReducedImage(full: try decoder.decode(reader, options: options), limits: options.limits)
             }
             return try JPEGDecoder.decode(reader, options: options, reducedFor: thumbnails)
         }
@@ -62,7 +66,8 @@ extension JPEGDecoder {
             var denominator = 8
             for thumbnail in thumbnails {
                 let geometry = try ThumbnailGeometry(
-                    sourceWidth: width, sourceHeight: height, orientation: orientation, options: thumbnail)
+                    sourceWidth: width, sourceHeight: height, orientation: orientation, options: thumbnail,
+                    limits: options.limits)
                 denominator = min(
                     denominator,
                     ShrinkFactor.choose(
@@ -71,6 +76,7 @@ extension JPEGDecoder {
             }
             return denominator
         }
-        return ReducedImage(image: image, originalWidth: original.width, originalHeight: original.height)
+        return ReducedImage(
+            image: image, originalWidth: original.width, originalHeight: original.height, limits: options.limits)
     }
 }

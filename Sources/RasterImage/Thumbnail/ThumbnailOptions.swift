@@ -78,9 +78,7 @@ public struct ThumbnailOptions: Sendable, Hashable {
     public var usesEmbeddedThumbnail = false
     /// The first frame of an animation, or `.all` to keep it animated.
     public var frames: FrameSelection = .first
-    /// The decoding limits, checked on the full-size header before anything is allocated.
-    public var limits = DecodingLimits()
-    /// The format ``ImageDecoder/encodedThumbnail(_:options:)`` writes.
+    /// The format ``ImageDecoder/encodedThumbnail(_:limits:options:)`` writes.
     public var outputFormat: OutputFormat = .automatic()
 
     /// The longest side a thumbnail box may have.
@@ -128,13 +126,14 @@ extension ThumbnailOptions {
     /// ```
     ///
     /// Throws ``ImageDecodingError/Reason/invalidThumbnailSize(width:height:)`` as making
-    /// the thumbnail would.
-    public func resultSize(sourceWidth: Int, sourceHeight: Int) throws(ImageDecodingError) -> (width: Int, height: Int)
+    /// the thumbnail under `limits` would.
+    public func resultSize(sourceWidth: Int, sourceHeight: Int, limits: DecodingLimits = DecodingLimits())
+        throws(ImageDecodingError) -> (width: Int, height: Int)
     {
         var upright = self
         upright.appliesOrientation = false
         let geometry = try ThumbnailGeometry(
-            sourceWidth: sourceWidth, sourceHeight: sourceHeight, orientation: .up, options: upright)
+            sourceWidth: sourceWidth, sourceHeight: sourceHeight, orientation: .up, options: upright, limits: limits)
         return (geometry.croppedWidth, geometry.croppedHeight)
     }
 }
@@ -157,9 +156,12 @@ struct ThumbnailGeometry: Equatable {
     /// The largest scaled side kept; the scale itself is still exact up to it.
     static let maxScaledSide = 1 << 40
 
-    init(sourceWidth: Int, sourceHeight: Int, orientation: Orientation, options: ThumbnailOptions)
-        throws(ImageDecodingError)
-    {
+    /// The sizes for `options`; a result of more than `limits.maxPixelsPerFrame` pixels
+    /// is refused.
+    init(
+        sourceWidth: Int, sourceHeight: Int, orientation: Orientation, options: ThumbnailOptions,
+        limits: DecodingLimits
+    ) throws(ImageDecodingError) {
         try options.validate()
         guard sourceWidth > 0, sourceHeight > 0 else {
             throw ImageDecodingError(.invalidThumbnailSize(width: options.width, height: options.height))
@@ -180,7 +182,7 @@ struct ThumbnailGeometry: Equatable {
         let height = Checked.clampedInt((Double(shownHeight) * scaleY).rounded(), to: sides) ?? 1
         let cropWidth = options.fit == .fill ? min(width, options.width) : width
         let cropHeight = options.fit == .fill ? min(height, options.height) : height
-        let limit = options.limits.maxPixelsPerFrame
+        let limit = limits.maxPixelsPerFrame
         guard let pixels = Checked.multiply(cropWidth, cropHeight), pixels <= limit else {
             throw ImageDecodingError(
                 .invalidThumbnailSize(width: cropWidth, height: cropHeight),
