@@ -40,12 +40,17 @@ public final class ImageLoader: Sendable {
 
     /// Creates the loader: its disk cache (reading the index), its HTTP client and its
     /// worker threads. Call ``shutdown()`` when done.
-    public init(configuration: Configuration = Configuration()) throws {
+    public convenience init(configuration: Configuration = Configuration()) throws {
+        try self.init(configuration: configuration, diskCacheFolder: LocalFolder())
+    }
+
+    /// The loader, its disk cache making its file-system calls through `diskCacheFolder`.
+    init(configuration: Configuration, diskCacheFolder: any CacheFolderAccess) throws {
         self.configuration = configuration
         diskCache = try configuration.cacheDirectory.map {
             try DiskCache(
                 directory: $0, maxBytes: configuration.diskCacheMaxBytes, clock: configuration.clock,
-                logger: configuration.logger)
+                logger: configuration.logger, folder: diskCacheFolder)
         }
         memoryCache =
             configuration.cacheImagesInMemory

@@ -119,25 +119,26 @@ struct DiskCacheHardeningTests {
                 "/a.png",
                 .init(
                     headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=3600")], body: TestImages.png))
-            let cache = try DiskCache(directory: harness.directory)
+            let faulty = FaultyFolder()
+            let cache = try DiskCache(directory: harness.directory, folder: faulty)
             for code in [ENOSPC, EROFS] {
-                cache.writeFault.withLock { $0 = { _ in code } }
+                faulty.writeFault.withLock { $0 = { _ in code } }
                 #expect(throws: DiskCacheError.self) {
                     try cache.store(
                         StoredResponse(url: "x", status: 200, headers: [], requestTime: Date(), responseTime: Date()),
                         body: [1])
                 }
             }
-            let loader = try harness.loader()
-            let cached = try #require(loader.diskCache)
-            cached.writeFault.withLock { $0 = { _ in ENOSPC } }
+            let full = FaultyFolder()
+            let loader = try harness.loader(folder: full)
+            full.writeFault.withLock { $0 = { _ in ENOSPC } }
             let first = try await loader.image(for: origin.url("/a.png"))
             #expect(first.source == .network)
             let second = try await loader.image(for: origin.url("/a.png"))
             #expect(second.source == .memory)
             #expect(origin.count("/a.png") == 1)
             // Once the disk has room again, the next download is stored.
-            cached.writeFault.withLock { $0 = nil }
+            full.writeFault.withLock { $0 = nil }
             let third = try await loader.image(for: origin.url("/a.png"), options: LoadOptions(cachePolicy: .reload))
             #expect(third.source == .networkToDisk)
         }

@@ -126,7 +126,8 @@ struct DiskCacheTests {
     enum RescanMoment: String, CaseIterable, Sendable {
         /// After the folder was listed.
         case afterListing
-        /// After the entries missing from the listing were looked at again.
+        /// Also while an entry missing from the listing is looked at again, after the
+        /// missing ones were counted and before the index is replaced.
         case beforeMerge
     }
 
@@ -135,20 +136,29 @@ struct DiskCacheTests {
         let harness = LoaderHarness()
         defer { Task { await harness.cleanUp() } }
         let clock = harness.clock
+        let folder = FaultyFolder()
         // A rescan after every 62,500 bytes written (a sixteenth of the limit).
-        let cache = try DiskCache(directory: harness.directory, maxBytes: 1_000_000, clock: { clock.now })
+        let cache = try DiskCache(
+            directory: harness.directory, maxBytes: 1_000_000, clock: { clock.now }, folder: folder)
         let during = response("https://x/during", clock: clock)
-        let hook = moment == .afterListing ? cache.afterListing : cache.beforeMerge
-        hook.withLock { hook in hook = { try? cache.store(during, body: [1, 2, 3]) } }
+        folder.afterListing.withLock { $0 = { try? cache.store(during, body: [1, 2, 3]) } }
+        let later = response("https://x/later", clock: clock)
+        if moment == .beforeMerge {
+            folder.onUnlistedStatus.withLock { $0 = { try? cache.store(later, body: [4, 5]) } }
+        }
         try cache.store(response("https://x/big", clock: clock), body: [UInt8](repeating: 7, count: 70_000))
-        #expect(hook.withLock { $0 == nil })  // the rescan ran, and the write happened in it
-        #expect(cache.statistics.entries == 2)
+        // The rescan ran, and the writes happened in it.
+        #expect(folder.afterListing.withLock { $0 == nil })
+        #expect(folder.onUnlistedStatus.withLock { $0 == nil })
+        #expect(cache.statistics.entries == (moment == .beforeMerge ? 3 : 2))
         #expect(cache.response(for: "https://x/during")?.body == [1, 2, 3])
+        if moment == .beforeMerge { #expect(cache.response(for: "https://x/later")?.body == [4, 5]) }
         // An entry removed behind the cache's back is not kept by the same rule.
         try FileManager.default.removeItem(
             atPath: harness.directory + "/entries/" + DiskCache.hash(of: "https://x/during") + ".response")
         try cache.store(response("https://x/big2", clock: clock), body: [UInt8](repeating: 8, count: 70_000))
-        #expect(cache.statistics.entries == 2)
+        #expect(cache.statistics.entries == (moment == .beforeMerge ? 3 : 2))
+        #expect(cache.response(for: "https://x/during") == nil)
     }
 
     @Test("clean-up by modification or creation date, one URL, or everything")

@@ -590,10 +590,10 @@ struct HTTPCachingTests {
             origin.serve(
                 "/w.png",
                 .init(headers: [Self.png, ("Cache-Control", "max-age=100")], body: TestImages.png, gate: answer))
-            let loader = try harness.loader()
+            let folder = FaultyFolder()
+            let loader = try harness.loader(folder: folder)
             let writes = Tally()
-            let disk = try #require(loader.diskCache)
-            disk.writeFault.withLock {
+            folder.writeFault.withLock {
                 $0 = { path in
                     if path.hasSuffix(".response") { writes.increment() }
                     return nil

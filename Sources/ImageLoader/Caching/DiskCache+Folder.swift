@@ -7,7 +7,7 @@ extension DiskCache {
     // MARK: Sharing the folder with other processes
 
     func folderStamp() -> FileStatus? {
-        FileSystem.status(entriesDirectory)
+        folder.status(entriesDirectory)
     }
 
     /// Whether the entries folder changed since this process last wrote to it.
@@ -22,14 +22,12 @@ extension DiskCache {
     func rescanFolder() {
         let saved = savedIndex()
         let onDisk = loadIndex(saved: saved)
-        DiskCache.runTestHook(afterListing)
         // Entries this process wrote while the folder was being listed are not in the
         // listing: their files are looked at again, so the index does not lose them (it
         // did, under concurrent writes: 28 of 10,000 entries in a benchmark). The others
         // missing from the listing were removed, by another process or this one.
         let unlisted = state.withLock { state in Set(state.index.keys.filter { onDisk.index[$0] == nil }) }
-        let stillThere = unlisted.compactMap { name in FileSystem.status(file(named: name)).map { (name, $0.size) } }
-        DiskCache.runTestHook(beforeMerge)
+        let stillThere = unlisted.compactMap { name in folder.status(file(named: name)).map { (name, $0.size) } }
         let now = clock().timeIntervalSince1970
         state.withLock { state in
             // Files on disk are the truth of what exists; when an entry was last used is
@@ -64,13 +62,6 @@ extension DiskCache {
         }
     }
 
-    static func runTestHook(_ hook: Lock<(@Sendable () -> Void)?>) {
-        hook.withLock { hook in
-            defer { hook = nil }
-            return hook
-        }?()
-    }
-
     // MARK: The index
 
     /// Reads the access index, then reconciles it with the files present: entries written
@@ -78,7 +69,7 @@ extension DiskCache {
     func loadIndex(saved: [String: IndexEntry]? = nil) -> State {
         var state = State()
         state.index = saved ?? savedIndex()
-        let files = (try? FileManager.default.contentsOfDirectory(atPath: entriesDirectory)) ?? []
+        let files = folder.list(entriesDirectory)
         var present: [String: IndexEntry] = [:]
         for file in files {
             let name: String
@@ -89,7 +80,7 @@ extension DiskCache {
             } else {
                 continue
             }
-            guard let status = FileSystem.status(entriesDirectory + "/" + file) else { continue }
+            guard let status = folder.status(entriesDirectory + "/" + file) else { continue }
             let modified = status.modified
             var entry =
                 state.index[name] ?? IndexEntry(size: 0, lastAccess: modified, created: modified, modified: modified)

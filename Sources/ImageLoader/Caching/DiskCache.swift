@@ -84,15 +84,8 @@ public final class DiskCache: Sendable {
         var folderStamp: FileStatus?
     }
 
-    /// Fault injection for the tests: when set, consulted before every file written,
-    /// and an errno it returns fails the write as the file system would (ENOSPC, EROFS).
-    let writeFault = Lock<(@Sendable (String) -> Int32?)?>(nil)
-    /// For tests: runs once, in the next rescan, after the folder was listed and before
-    /// the entries missing from the listing are looked at again.
-    let afterListing = Lock<(@Sendable () -> Void)?>(nil)
-    /// For tests: runs once, in the next rescan, after the entries missing from the
-    /// listing were looked at again and before the index is replaced.
-    let beforeMerge = Lock<(@Sendable () -> Void)?>(nil)
+    /// Every file-system call inside the folder goes through it.
+    let folder: any CacheFolderAccess
     /// Told of every damaged entry removed (the loader counts them in its statistics).
     let corruptionObserver = Lock<(@Sendable () -> Void)?>(nil)
     private let logger: Logger
@@ -122,10 +115,19 @@ public final class DiskCache: Sendable {
 
     /// Opens (creating it if needed) the cache in `directory`, reading its index and
     /// the entries on disk. Damaged entries are reported to `logger`.
-    public init(
+    public convenience init(
         directory: String = DiskCache.defaultDirectory(), maxBytes: Int = 512 << 20,
         clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "imageloader.disk-cache")
     ) throws {
+        try self.init(directory: directory, maxBytes: maxBytes, clock: clock, logger: logger, folder: LocalFolder())
+    }
+
+    /// The cache, making its file-system calls inside the folder through `folder`.
+    init(
+        directory: String, maxBytes: Int = 512 << 20, clock: @escaping @Sendable () -> Date = { Date() },
+        logger: Logger = Logger(label: "imageloader.disk-cache"), folder: any CacheFolderAccess
+    ) throws {
+        self.folder = folder
         self.directory = directory
         self.maxBytes = maxBytes
         self.clock = clock
@@ -168,7 +170,7 @@ public final class DiskCache: Sendable {
         let hash = DiskCache.hash(of: key)
         guard let bytes = readFile(path(hash, .response)) else {
             // Something is there that cannot be an entry (a link, a device, a giant): remove it.
-            if FileSystem.exists(path(hash, .response)) { remove(hash: hash, kind: .response) }
+            if folder.exists(path(hash, .response)) { remove(hash: hash, kind: .response) }
             return nil
         }
         guard
@@ -407,8 +409,9 @@ public final class DiskCache: Sendable {
     public func removeAll() {
         let names = state.withLock { Array($0.index.keys) }
         for name in names { removeFile(named: name) }
-        if let stray = try? FileManager.default.contentsOfDirectory(atPath: entriesDirectory) {
-            for name in stray { try? FileManager.default.removeItem(atPath: entriesDirectory + "/" + name) }
+        // Anything else in the folder too, a folder left there included.
+        for name in folder.list(entriesDirectory) {
+            try? FileManager.default.removeItem(atPath: entriesDirectory + "/" + name)
         }
         state.withLock { $0 = State() }
         flush()
@@ -431,7 +434,7 @@ public final class DiskCache: Sendable {
     }
 
     private func savedCounters() -> Counters {
-        guard let bytes = FileSystem.readRegularFile(countersPath, maxBytes: 4096),
+        guard let bytes = folder.read(countersPath, maxBytes: 4096),
             let counters = try? JSONDecoder().decode(Counters.self, from: Data(bytes))
         else { return Counters() }
         return Counters(corruptEntriesRemoved: max(0, counters.corruptEntriesRemoved))
@@ -466,7 +469,7 @@ public final class DiskCache: Sendable {
     }
 
     private func removeFile(named name: String) {
-        FileSystem.remove(file(named: name))
+        folder.remove(file(named: name))
         let stamp = folderStamp()
         state.withLock { state in
             if let entry = state.index.removeValue(forKey: name) {
@@ -535,17 +538,14 @@ public final class DiskCache: Sendable {
     /// folder, or a file larger than the whole cache may hold (someone else's, or
     /// damage) is not read, so a bad entry cannot make a load read without end.
     func readFile(_ path: String) -> [UInt8]? {
-        FileSystem.readRegularFile(path, maxBytes: max(maxBytes, 1 << 20))
+        folder.read(path, maxBytes: max(maxBytes, 1 << 20))
     }
 
     /// Writes to a temporary file in the cache, then renames it over `path`: readers
     /// see the old file or the new one, never part of one.
     private func write(_ bytes: [UInt8], to path: String) throws {
-        if let fault = writeFault.withLock({ $0 }), let code = fault(path) {
-            throw DiskCacheError(path: path, errno: code)
-        }
         do {
-            try FileSystem.writeAtomically(
+            try folder.write(
                 bytes, to: path, through: temporaryDirectory + "/" + FileSystem.temporaryName())
         } catch {
             throw DiskCacheError(path: error.path ?? path, errno: error.code)
@@ -555,9 +555,9 @@ public final class DiskCache: Sendable {
     /// Temporary files left by a process that died mid-write.
     func removeStaleTemporaryFiles() {
         let cutoff = clock().timeIntervalSince1970 - 3_600
-        for file in (try? FileManager.default.contentsOfDirectory(atPath: temporaryDirectory)) ?? [] {
+        for file in folder.list(temporaryDirectory) {
             let path = temporaryDirectory + "/" + file
-            if let status = FileSystem.status(path), Double(status.modifiedSeconds) < cutoff { FileSystem.remove(path) }
+            if let status = folder.status(path), Double(status.modifiedSeconds) < cutoff { folder.remove(path) }
         }
     }
 }

@@ -1,9 +1,10 @@
 import Foundation
-import ImageLoader
 import ImageLoaderSupport
 import RasterImage
 import TestSupport
 import Testing
+
+@testable import ImageLoader
 
 /// A clock the test moves by hand; the loader and the origin's Date headers both read it.
 final class ManualClock: Sendable {
@@ -79,8 +80,10 @@ struct LoaderHarness: Sendable {
         return configuration
     }
 
-    func loader(_ change: (inout ImageLoader.Configuration) throws -> Void = { _ in }) throws -> ImageLoader {
-        let loader = try ImageLoader(configuration: try configuration(change))
+    func loader(
+        folder: any CacheFolderAccess = LocalFolder(), _ change: (inout ImageLoader.Configuration) throws -> Void = { _ in }
+    ) throws -> ImageLoader {
+        let loader = try ImageLoader(configuration: try configuration(change), diskCacheFolder: folder)
         loaders.add(loader)
         return loader
     }
