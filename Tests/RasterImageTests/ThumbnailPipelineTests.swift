@@ -23,25 +23,29 @@ struct ThumbnailPipelineTests {
     @Test("JPEG shrinks in the DCT as far as leaves 2x for the kernel, or as far as it can when asked")
     func jpegShrinkFactor() throws {
         let target = try ThumbnailGeometry(
-            sourceWidth: 6000, sourceHeight: 4000, orientation: .up, options: ThumbnailOptions(maxPixelSize: 256), limits: DecodingLimits())
+            sourceWidth: 6000, sourceHeight: 4000, orientation: .up, options: ThumbnailOptions(maxPixelSize: 256),
+            limits: DecodingLimits())
         #expect((target.scaledWidth, target.scaledHeight) == (256, 171))
         // 6000 / 8 = 750 leaves 2.9x: the largest reduction libjpeg has.
         #expect(
             ShrinkFactor.choose(width: 6000, height: 4000, target: target, mode: .quality, choices: [8, 4, 2]) == 8)
         let near = try ThumbnailGeometry(
-            sourceWidth: 1000, sourceHeight: 800, orientation: .up, options: ThumbnailOptions(maxPixelSize: 200), limits: DecodingLimits())
+            sourceWidth: 1000, sourceHeight: 800, orientation: .up, options: ThumbnailOptions(maxPixelSize: 200),
+            limits: DecodingLimits())
         // 1000 / 4 = 250 is not twice 200; 1000 / 2 = 500 is.
         #expect(ShrinkFactor.choose(width: 1000, height: 800, target: near, mode: .quality, choices: [8, 4, 2]) == 2)
         #expect(ShrinkFactor.choose(width: 1000, height: 800, target: near, mode: .fastest, choices: [8, 4, 2]) == 4)
         let larger = try ThumbnailGeometry(
-            sourceWidth: 100, sourceHeight: 80, orientation: .up, options: ThumbnailOptions(maxPixelSize: 200), limits: DecodingLimits())
+            sourceWidth: 100, sourceHeight: 80, orientation: .up, options: ThumbnailOptions(maxPixelSize: 200),
+            limits: DecodingLimits())
         #expect(ShrinkFactor.choose(width: 100, height: 80, target: larger, mode: .fastest, choices: [8, 4, 2]) == 1)
     }
 
     @Test("the box is fitted to the upright image, and fill crops to it exactly")
     func geometry() throws {
         let turned = try ThumbnailGeometry(
-            sourceWidth: 600, sourceHeight: 400, orientation: .right, options: ThumbnailOptions(width: 100, height: 300), limits: DecodingLimits())
+            sourceWidth: 600, sourceHeight: 400, orientation: .right,
+            options: ThumbnailOptions(width: 100, height: 300), limits: DecodingLimits())
         // Upright it is 400x600: fits 100 wide, 150 high; stored it is the other way round.
         #expect((turned.scaledWidth, turned.scaledHeight) == (150, 100))
         let fill = try ThumbnailGeometry(
@@ -51,10 +55,14 @@ struct ThumbnailPipelineTests {
         #expect((fill.croppedWidth, fill.croppedHeight) == (100, 100))
         var up = ThumbnailOptions(maxPixelSize: 1000)
         #expect(
-            try ThumbnailGeometry(sourceWidth: 60, sourceHeight: 40, orientation: .up, options: up, limits: DecodingLimits()).scaledWidth == 60)
+            try ThumbnailGeometry(
+                sourceWidth: 60, sourceHeight: 40, orientation: .up, options: up, limits: DecodingLimits()
+            ).scaledWidth == 60)
         up.allowsUpscaling = true
         #expect(
-            try ThumbnailGeometry(sourceWidth: 60, sourceHeight: 40, orientation: .up, options: up, limits: DecodingLimits()).scaledWidth == 1000)
+            try ThumbnailGeometry(
+                sourceWidth: 60, sourceHeight: 40, orientation: .up, options: up, limits: DecodingLimits()
+            ).scaledWidth == 1000)
     }
 
     @Test("without applying orientation, the stored orientation stays in the metadata")

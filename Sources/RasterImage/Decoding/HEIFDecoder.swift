@@ -312,7 +312,8 @@ final class HEIFFile {
         // Used only when it holds at least the pixels the thumbnail shows (the main image's
         // scaled size, on its longer and its shorter side).
         let main = try ThumbnailGeometry(
-            sourceWidth: region.width, sourceHeight: region.height, orientation: orientation, options: options, limits: limits)
+            sourceWidth: region.width, sourceHeight: region.height, orientation: orientation, options: options,
+            limits: limits)
         let needed = (max(main.scaledWidth, main.scaledHeight), min(main.scaledWidth, main.scaledHeight))
         guard max(width, height) >= needed.0, min(width, height) >= needed.1 else { return nil }
         return try decode(thumbnail, limits: limits, transforms: true) { plane in

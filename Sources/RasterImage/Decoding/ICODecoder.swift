@@ -85,7 +85,8 @@ enum ICODecoder: FormatDecoder {
         let options = try request.options(
             ImageInfo(format: .ico, width: biggest.width, height: biggest.height, hasAlpha: true))
         let geometry = try ThumbnailGeometry(
-            sourceWidth: biggest.width, sourceHeight: biggest.height, orientation: .up, options: options, limits: request.limits)
+            sourceWidth: biggest.width, sourceHeight: biggest.height, orientation: .up, options: options,
+            limits: request.limits)
         // The smallest entry of the largest's shape that covers the scaled size.
         let covering = all.filter {
             $0.width >= geometry.scaledWidth && $0.height >= geometry.scaledHeight

@@ -74,7 +74,8 @@ enum JXLDecoder: FormatDecoder {
             _ = try probe.next()
             let (width, height) = (Int(probe.basicInfo.xsize), Int(probe.basicInfo.ysize))
             let geometry = try ThumbnailGeometry(
-                sourceWidth: width, sourceHeight: height, orientation: probe.orientation, options: options, limits: request.limits)
+                sourceWidth: width, sourceHeight: height, orientation: probe.orientation, options: options,
+                limits: request.limits)
             let factor = ShrinkFactor.choose(
                 width: width, height: height, target: geometry, mode: options.shrinkOnLoad, choices: [8])
             let image = try decode(bytes, limits: request.limits, frames: .first, progressive: factor == 8)

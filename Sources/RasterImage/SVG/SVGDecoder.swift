@@ -67,7 +67,8 @@ enum SVGDecoder: FormatDecoder {
         let options = try request.options(
             ImageInfo(format: .svg, width: size.width, height: size.height, hasAlpha: true))
         let geometry = try ThumbnailGeometry(
-            sourceWidth: size.width, sourceHeight: size.height, orientation: .up, options: options, limits: request.limits)
+            sourceWidth: size.width, sourceHeight: size.height, orientation: .up, options: options,
+            limits: request.limits)
         let image = try render(
             document, width: max(1, geometry.scaledWidth), height: max(1, geometry.scaledHeight), limits: request.limits
         )

@@ -120,7 +120,8 @@ extension JPEGDecoder {
         let metadata = session.metadata()
         let options = try request.options(info(session, metadata))
         let geometry = try ThumbnailGeometry(
-            sourceWidth: width, sourceHeight: height, orientation: metadata.orientation, options: options, limits: request.limits)
+            sourceWidth: width, sourceHeight: height, orientation: metadata.orientation, options: options,
+            limits: request.limits)
         // CMYK with a profile lcms can read is converted by the profile, after the resize.
         let cmykModel = PixelColorModel.cmyk(inverted: session.cmykIsInverted)
         let keepsCMYK =
@@ -152,7 +153,8 @@ extension PNGDecoder {
         if header.interlaced {
             // Adam7 passes each cover the whole image: decode it, then resize.
             reader.seek(to: 0)
-            return try decode(reader, options: DecodingOptions(limits: request.limits)).thumbnail(limits: request.limits, options: options)
+            return try decode(reader, options: DecodingOptions(limits: request.limits)).thumbnail(
+                limits: request.limits, options: options)
         }
         // An eXIf after the image data is found only at the end; the box is fitted
         // to the orientation known from the header.
@@ -194,10 +196,12 @@ extension TIFFDecoder {
         let page = try file.page()
         try request.limits.check(width: page.width, height: page.height, format: .tiff)
         guard page.color != nil else {
-            return try file.decodePage(options: DecodingOptions(limits: request.limits)).thumbnail(limits: request.limits, options: options)
+            return try file.decodePage(options: DecodingOptions(limits: request.limits)).thumbnail(
+                limits: request.limits, options: options)
         }
         let geometry = try ThumbnailGeometry(
-            sourceWidth: page.width, sourceHeight: page.height, orientation: page.orientation, options: options, limits: request.limits)
+            sourceWidth: page.width, sourceHeight: page.height, orientation: page.orientation, options: options,
+            limits: request.limits)
         let associated = page.alpha?.associated == true
         let resizer = StreamingResizer(
             window: geometry.window(inputWidth: page.width, inputHeight: page.height), kernel: options.kernel,
@@ -221,10 +225,12 @@ extension BMPDecoder {
         let options = try request.options(header.info)
         header.dropAlphaIfUnused(reader)
         if header.compression == .rle8 || header.compression == .rle4 {
-            return try decode(reader, options: DecodingOptions(limits: request.limits)).thumbnail(limits: request.limits, options: options)
+            return try decode(reader, options: DecodingOptions(limits: request.limits)).thumbnail(
+                limits: request.limits, options: options)
         }
         let geometry = try ThumbnailGeometry(
-            sourceWidth: header.width, sourceHeight: header.height, orientation: .up, options: options, limits: request.limits)
+            sourceWidth: header.width, sourceHeight: header.height, orientation: .up, options: options,
+            limits: request.limits)
         let resizer = StreamingResizer(
             window: geometry.window(inputWidth: header.width, inputHeight: header.height), kernel: options.kernel,
             channels: header.hasAlphaChannel ? .straightAlpha : .independent, linearLight: options.linearLight)
@@ -253,7 +259,8 @@ extension WebPDecoder {
             }
             try checkStillWorkingMemory(features, limits: request.limits)
             let geometry = try ThumbnailGeometry(
-                sourceWidth: width, sourceHeight: height, orientation: container.orientation, options: options, limits: request.limits)
+                sourceWidth: width, sourceHeight: height, orientation: container.orientation, options: options,
+                limits: request.limits)
             // libwebp scales while decoding: to the final size when speed matters most,
             // otherwise by a whole factor leaving at least 2x for the kernel.
             let (decodeWidth, decodeHeight): (Int, Int)

@@ -81,7 +81,8 @@ struct LoaderHarness: Sendable {
     }
 
     func loader(
-        folder: any CacheFolderAccess = LocalFolder(), _ change: (inout ImageLoader.Configuration) throws -> Void = { _ in }
+        folder: any CacheFolderAccess = LocalFolder(),
+        _ change: (inout ImageLoader.Configuration) throws -> Void = { _ in }
     ) throws -> ImageLoader {
         let loader = try ImageLoader(configuration: try configuration(change), diskCacheFolder: folder)
         loaders.add(loader)
