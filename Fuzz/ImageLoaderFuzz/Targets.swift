@@ -288,6 +288,23 @@ func fuzzObjectStorage(_ bytes: [UInt8]) {
 }
 
 /// The SVG sanitiser (its reader, rules and bounds), without librsvg: whatever it
+/// A progressive JPEG's 1/8 image from the scans it needs (JPEGEighthImage): the marker
+/// walk, the DC and AC scans, the IDCTs and the colour conversion, within small limits;
+/// then the thumbnail path that takes it.
+func fuzzJPEGEighth(_ bytes: [UInt8]) {
+    let image = bytes.withUnsafeBytes {
+        JPEGEighthImage.read($0, maxScans: fuzzLimits.maxProgressiveScans, maxWorkingBytes: fuzzLimits.maxWorkingBytes)
+    }
+    if let image {
+        var pixels = [UInt8](repeating: 0, count: image.outputWidth * image.outputHeight * 4)
+        pixels.withUnsafeMutableBufferPointer { buffer in
+            let target = ImageBufferTarget(buffer.baseAddress!, bytesPerRow: image.outputWidth * 4)
+            image.writeRows(into: target, colorSpace: image.components.count == 1 ? .grey : .ycbcr)
+        }
+    }
+    _ = try? ImageDecoder().thumbnail(.bytes(bytes), limits: fuzzLimits, options: ThumbnailOptions(maxPixelSize: 4))
+}
+
 /// keeps must read again, and sanitising what it kept must change nothing.
 func fuzzSVGSanitizer(_ bytes: [UInt8]) {
     var limits = SVGLimits()

@@ -105,6 +105,19 @@ final class JPEGReadSession {
     /// Whether the file has one component (grey).
     var isGrayscale: Bool { state.pointee.cinfo.jpeg_color_space == JCS_GRAYSCALE }
 
+    /// How a progressive file's DC scans make colour (``JPEGEighthImage``), as libjpeg
+    /// decided it from the header; `nil` when that path does not read the file.
+    var eighthColorSpace: JPEGEighthImage.ColorSpace? {
+        let cinfo = state.pointee.cinfo
+        guard cinfo.progressive_mode != 0, cinfo.arith_code == 0, cinfo.data_precision == 8 else { return nil }
+        switch (cinfo.jpeg_color_space, cinfo.num_components) {
+        case (JCS_GRAYSCALE, 1): return .grey
+        case (JCS_YCbCr, 3): return .ycbcr
+        case (JCS_RGB, 3): return .rgb
+        default: return nil
+        }
+    }
+
     /// The libjpeg colour space of the file.
     var isCMYK: Bool {
         let space = state.pointee.cinfo.jpeg_color_space

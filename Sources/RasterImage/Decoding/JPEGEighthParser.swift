@@ -1,0 +1,414 @@
+import Glibc
+import ImageLoaderSupport
+
+/// The marker walk of ``JPEGEighthImage/read(_:maxScans:maxWorkingBytes:)``: the
+/// frame, the tables, the DC scans and the AC scans of 2x2 components decoded (T.81
+/// G.1.2), every other scan stepped over. Any irregularity ends it with `nil`.
+struct JPEGEighthParser {
+    private let base: UnsafePointer<UInt8>
+    private let count: Int
+    private let maxScans: Int
+    private let maxWorkingBytes: Int
+    private var position = 0
+    private var dcTables = [JPEGHuffmanTable?](repeating: nil, count: 4)
+    private var acTables = [JPEGHuffmanTable?](repeating: nil, count: 4)
+    private var quantTables = [[Int32]?](repeating: nil, count: 4)
+    private var restartInterval = 0
+    private var image: JPEGEighthImage?
+    private var scans = 0
+
+    init(base: UnsafePointer<UInt8>, count: Int, maxScans: Int, maxWorkingBytes: Int) {
+        self.base = base
+        self.count = count
+        self.maxScans = maxScans
+        self.maxWorkingBytes = maxWorkingBytes
+    }
+
+    private func byte(_ at: Int) -> Int { Int(base[at]) }
+    private func word(_ at: Int) -> Int { Int(base[at]) << 8 | Int(base[at + 1]) }
+
+    mutating func run() -> JPEGEighthImage? {
+        guard count >= 4, byte(0) == 0xFF, byte(1) == 0xD8 else { return nil }
+        position = 2
+        while true {
+            guard position < count, byte(position) == 0xFF else { return nil }
+            while position < count && byte(position) == 0xFF { position += 1 }
+            guard position < count else { return nil }
+            let marker = byte(position)
+            position += 1
+            if marker == 0xD9 {
+                // Every component must have had its first DC scan.
+                guard let image, image.components.allSatisfy(\.started) else { return nil }
+                return image
+            }
+            // Markers without a segment have no business here (RSTn outside a scan, TEM, SOI).
+            guard marker != 0x01, !(0xD0...0xD8).contains(marker), position + 2 <= count else { return nil }
+            let length = word(position)
+            guard length >= 2, let segmentEnd = Checked.add(position, length), segmentEnd <= count else { return nil }
+            let body = position + 2
+            position = segmentEnd
+            switch marker {
+            case 0xC2:
+                guard image == nil, let frame = frame(body, segmentEnd) else { return nil }
+                image = frame
+            case 0xC0, 0xC1, 0xC3, 0xC5...0xC7, 0xC9...0xCB, 0xCC, 0xCD...0xCF, 0xDC:
+                // Sequential, lossless, hierarchical or arithmetic-coded, or a height given later.
+                return nil
+            case 0xC4:
+                guard huffmanTables(body, segmentEnd) else { return nil }
+            case 0xDB:
+                guard quantTables(body, segmentEnd) else { return nil }
+            case 0xDD:
+                guard length == 4 else { return nil }
+                restartInterval = word(body)
+            case 0xDA:
+                scans += 1
+                guard scans <= maxScans, scan(body, segmentEnd) else { return nil }
+            default:
+                // APPn, COM and the like: nothing in them changes the pixels here.
+                break
+            }
+        }
+    }
+
+    /// SOF2: 8-bit samples, one or three components, each sampled at the largest factor or half of it.
+    private mutating func frame(_ body: Int, _ end: Int) -> JPEGEighthImage? {
+        guard end - body >= 6 else { return nil }
+        let (precision, height, width, componentCount) = (byte(body), word(body + 1), word(body + 3), byte(body + 5))
+        guard precision == 8, width > 0, height > 0, componentCount == 1 || componentCount == 3,
+            end - body == 6 + 3 * componentCount
+        else { return nil }
+        var specs: [(id: UInt8, h: Int, v: Int, table: Int)] = []
+        for index in 0..<componentCount {
+            let at = body + 6 + 3 * index
+            let (id, h, v, table) = (UInt8(byte(at)), byte(at + 1) >> 4, byte(at + 1) & 15, byte(at + 2))
+            guard (1...4).contains(h), (1...4).contains(v), table < 4, !specs.contains(where: { $0.id == id })
+            else { return nil }
+            specs.append((id, h, v, table))
+        }
+        // One component is one block an MCU, whatever its factors say (T.81 A.2.2).
+        if componentCount == 1 { (specs[0].h, specs[0].v) = (1, 1) }
+        let maxH = specs.map(\.h).max() ?? 1
+        let maxV = specs.map(\.v).max() ?? 1
+        guard specs.allSatisfy({ [maxH, maxH / 2].contains($0.h) && [maxV, maxV / 2].contains($0.v) }) else {
+            return nil
+        }
+        let mcusWide = (width + 8 * maxH - 1) / (8 * maxH)
+        let mcusHigh = (height + 8 * maxV - 1) / (8 * maxV)
+        var components: [JPEGEighthImage.Component] = []
+        var bytes = 0
+        for spec in specs {
+            // libjpeg's 2x2 IDCT at 1/8 for a component half the largest both ways.
+            let side = spec.h * 2 == maxH && spec.v * 2 == maxV ? 2 : 1
+            let (blocksWide, blocksHigh) = (mcusWide * spec.h, mcusHigh * spec.v)
+            guard let blocks = Checked.multiply(blocksWide, blocksHigh),
+                let kept = Checked.multiply(blocks, side == 2 ? 2 + 50 + 8 : 2),
+                let total = Checked.add(bytes, kept), total <= maxWorkingBytes
+            else { return nil }
+            bytes = total
+            let samplesWide = (width * spec.h + maxH - 1) / maxH
+            let samplesHigh = (height * spec.v + maxV - 1) / maxV
+            var component = JPEGEighthImage.Component(
+                id: spec.id, horizontal: spec.h, vertical: spec.v, quantTable: spec.table, blocksWide: blocksWide,
+                blocksHigh: blocksHigh, usedWide: (samplesWide + 7) / 8, usedHigh: (samplesHigh + 7) / 8,
+                blockSide: side, dc: [Int16](repeating: 0, count: blocks))
+            if side == 2 {
+                component.coefficients = [Int16](repeating: 0, count: blocks * 25)
+                component.nonzero = [UInt64](repeating: 0, count: blocks)
+            }
+            components.append(component)
+        }
+        return JPEGEighthImage(
+            width: width, height: height, maxHorizontal: maxH, maxVertical: maxV, components: components)
+    }
+
+    /// DHT: one or more tables.
+    private mutating func huffmanTables(_ body: Int, _ end: Int) -> Bool {
+        var at = body
+        while at < end {
+            guard end - at >= 17 else { return false }
+            let (kind, slot) = (byte(at) >> 4, byte(at) & 15)
+            guard kind <= 1, slot < 4 else { return false }
+            var total = 0
+            for index in 1...16 { total += byte(at + index) }
+            guard total <= 256, end - at - 17 >= total,
+                let table = JPEGHuffmanTable(counts: base + at + 1, symbols: base + at + 17, total: total)
+            else { return false }
+            if kind == 0 { dcTables[slot] = table } else { acTables[slot] = table }
+            at += 17 + total
+        }
+        return true
+    }
+
+    /// DQT: one or more tables, kept in zigzag order.
+    private mutating func quantTables(_ body: Int, _ end: Int) -> Bool {
+        var at = body
+        while at < end {
+            let (precision, slot) = (byte(at) >> 4, byte(at) & 15)
+            let size = precision == 0 ? 64 : 128
+            guard precision <= 1, slot < 4, end - at - 1 >= size else { return false }
+            quantTables[slot] = (0..<64).map { Int32(precision == 0 ? byte(at + 1 + $0) : word(at + 1 + 2 * $0)) }
+            at += 1 + size
+        }
+        return true
+    }
+
+    /// SOS: a DC scan, or the AC scan of a 2x2 component, decoded; any other stepped over.
+    private mutating func scan(_ body: Int, _ end: Int) -> Bool {
+        guard var image, end - body >= 1 else { return false }
+        let inScan = byte(body)
+        guard (1...4).contains(inScan), end - body == 4 + 2 * inScan else { return false }
+        var members: [(index: Int, dcTable: Int, acTable: Int)] = []
+        for slot in 0..<inScan {
+            let id = UInt8(byte(body + 1 + 2 * slot))
+            let tables = byte(body + 2 + 2 * slot)
+            guard let index = image.components.firstIndex(where: { $0.id == id }),
+                !members.contains(where: { $0.index == index })
+            else { return false }
+            members.append((index, tables >> 4, tables & 15))
+        }
+        let parameters = body + 1 + 2 * inScan
+        let (start, stop) = (byte(parameters), byte(parameters + 1))
+        let (high, low) = (byte(parameters + 2) >> 4, byte(parameters + 2) & 15)
+        guard high <= 13, low <= 13 else { return false }
+        if start != 0 {
+            // An AC scan: one component, a band within 1...63, its table defined.
+            guard inScan == 1, start <= stop, stop <= 63, members[0].acTable < 4,
+                let table = acTables[members[0].acTable], image.components[members[0].index].started
+            else { return false }
+            guard image.components[members[0].index].blockSide == 2 else { return skipEntropyData() }
+            self.image = nil  // the planes are written in place
+            let decoded = decodeAC(
+                &image.components[members[0].index], table: table, band: start...stop, refining: high != 0,
+                shift: low)
+            self.image = image
+            return decoded
+        }
+        guard stop == 0 else { return false }
+        let blocksPerMCU = members.reduce(0) {
+            $0 + (inScan == 1 ? 1 : image.components[$1.index].horizontal * image.components[$1.index].vertical)
+        }
+        guard blocksPerMCU <= JPEGEighthImage.maxBlocksPerMCU else { return false }
+        var tables: [JPEGHuffmanTable] = []
+        for member in members {
+            if high == 0 {
+                guard member.dcTable < 4, let table = dcTables[member.dcTable] else { return false }
+                tables.append(table)
+            }
+            // The component's quantisation table is the one in force when its first scan starts.
+            if !image.components[member.index].started {
+                guard high == 0, let table = quantTables[image.components[member.index].quantTable] else {
+                    return false
+                }
+                image.components[member.index].quantizers = table
+            }
+        }
+        self.image = nil
+        let decoded = decodeDC(&image, members: members.map(\.index), tables: tables, refining: high != 0, shift: low)
+        self.image = image
+        return decoded
+    }
+
+    /// Steps over a scan's entropy-coded data: to the next marker that is not a restart
+    /// marker or a stuffed zero.
+    private mutating func skipEntropyData() -> Bool {
+        var at = position
+        while at < count {
+            guard let found = memchr(base + at, 0xFF, count - at) else { return false }
+            at = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+            var next = at + 1
+            while next < count && base[next] == 0xFF { next += 1 }
+            guard next < count else { return false }
+            if base[next] == 0 || (0xD0...0xD7).contains(base[next]) {
+                at = next + 1
+                continue
+            }
+            position = next - 1
+            return true
+        }
+        return false
+    }
+
+    /// Restart handling shared by the scans: before each MCU, a restart marker every
+    /// `restartInterval` MCUs (numbered 0 to 7 in turn), after which `reset` runs.
+    private struct Restarts {
+        let interval: Int
+        var untilNext: Int
+        var seen = 0
+
+        init(interval: Int) {
+            self.interval = interval
+            untilNext = interval
+        }
+
+        mutating func beforeMCU(_ reader: inout JPEGBitReader, reset: () -> Void) -> Bool {
+            guard interval > 0 else { return true }
+            if untilNext == 0 {
+                guard reader.restart(seen & 7) else { return false }
+                seen += 1
+                untilNext = interval
+                reset()
+            }
+            untilNext -= 1
+            return true
+        }
+    }
+
+    /// The end of a scan's data: no bits taken past it, a marker next.
+    private mutating func finish(_ reader: JPEGBitReader) -> Bool {
+        guard !reader.overran, let end = reader.endOfScan() else { return false }
+        position = end
+        return true
+    }
+
+    /// A DC scan (T.81 G.1.2.1): the first (a difference each block, Huffman-coded, to
+    /// the component's running prediction), or a refinement (one bit each block).
+    private mutating func decodeDC(
+        _ image: inout JPEGEighthImage, members: [Int], tables: [JPEGHuffmanTable], refining: Bool, shift: Int
+    ) -> Bool {
+        var reader = JPEGBitReader(base: base, start: position, end: count)
+        var predictions = [Int32](repeating: 0, count: members.count)
+        let interleaved = members.count > 1
+        let first = image.components[members[0]]
+        let mcusWide = interleaved ? first.blocksWide / first.horizontal : first.usedWide
+        let mcusHigh = interleaved ? first.blocksHigh / first.vertical : first.usedHigh
+        // Each member's block layout, and its plane taken out of the image while the scan
+        // writes it (so that nothing else holds it and it is written in place).
+        let shapes = members.map { index in
+            let component = image.components[index]
+            return interleaved
+                ? (h: component.horizontal, v: component.vertical, wide: component.blocksWide)
+                : (h: 1, v: 1, wide: component.blocksWide)
+        }
+        var planes = members.map { index in
+            defer { image.components[index].dc = [] }
+            return image.components[index].dc
+        }
+        defer {
+            for (slot, index) in members.enumerated() { image.components[index].dc = planes[slot] }
+        }
+        let bit = Int16(truncatingIfNeeded: 1 << shift)
+        var restarts = Restarts(interval: restartInterval)
+        for mcu in 0..<(mcusWide * mcusHigh) {
+            guard restarts.beforeMCU(&reader, reset: { predictions = predictions.map { _ in 0 } }) else {
+                return false
+            }
+            let (mcuX, mcuY) = (mcu % mcusWide, mcu / mcusWide)
+            for slot in members.indices {
+                let (h, v, wide) = shapes[slot]
+                for blockY in 0..<v {
+                    for blockX in 0..<h {
+                        let at = (mcuY * v + blockY) * wide + mcuX * h + blockX
+                        if refining {
+                            if reader.bits(1) != 0 { planes[slot][at] |= bit }
+                        } else {
+                            guard let size = reader.decode(tables[slot]), size <= 16 else { return false }
+                            predictions[slot] &+= reader.extended(Int(size))
+                            planes[slot][at] = Int16(truncatingIfNeeded: predictions[slot] &<< shift)
+                        }
+                    }
+                }
+            }
+        }
+        return finish(reader)
+    }
+
+    /// An AC scan of a 2x2 component (T.81 G.1.2.2, G.1.2.3): a band of coefficients in
+    /// every block, with runs of blocks whose band is empty (EOB runs); a refinement adds
+    /// a bit to each coefficient already nonzero and brings in new ones of magnitude
+    /// `1 << shift`, as libjpeg's `decode_mcu_AC_first` and `decode_mcu_AC_refine` do.
+    private mutating func decodeAC(
+        _ component: inout JPEGEighthImage.Component, table: JPEGHuffmanTable, band: ClosedRange<Int>,
+        refining: Bool, shift: Int
+    ) -> Bool {
+        var reader = JPEGBitReader(base: base, start: position, end: count)
+        var endOfBands = 0
+        var restarts = Restarts(interval: restartInterval)
+        let positive = Int32(1) << shift
+        let negative = Int32(-1) << shift
+        let slots = JPEGEighthImage.slot
+        for block in 0..<(component.usedWide * component.usedHigh) {
+            guard restarts.beforeMCU(&reader, reset: { endOfBands = 0 }) else { return false }
+            let at = (block / component.usedWide) * component.blocksWide + block % component.usedWide
+            let kept = at * 25
+            var k = band.lowerBound
+            if !refining {
+                if endOfBands > 0 {
+                    endOfBands -= 1
+                    continue
+                }
+                while k <= band.upperBound {
+                    guard let symbol = reader.decode(table) else { return false }
+                    let (run, size) = (Int(symbol >> 4), Int(symbol & 15))
+                    if size != 0 {
+                        k += run
+                        guard k <= band.upperBound else { return false }
+                        let value = reader.extended(size) &<< Int32(shift)
+                        component.nonzero[at] |= 1 << UInt64(k)
+                        let slot = slots[k]
+                        if slot >= 0 { component.coefficients[kept + slot] = Int16(truncatingIfNeeded: value) }
+                    } else if run == 15 {
+                        k += 15
+                    } else {
+                        endOfBands = (1 << run) - 1 + Int(reader.bits(run))
+                        break
+                    }
+                    k += 1
+                }
+                continue
+            }
+            // A refinement: corrections to the coefficients already nonzero, new ones of ±(1 << shift).
+            func correct(_ k: Int) {
+                guard reader.bits(1) != 0 else { return }
+                let slot = slots[k]
+                guard slot >= 0 else { return }
+                let value = Int32(component.coefficients[kept + slot])
+                if value & positive == 0 {
+                    component.coefficients[kept + slot] = Int16(
+                        truncatingIfNeeded: value + (value >= 0 ? positive : negative))
+                }
+            }
+            if endOfBands == 0 {
+                while k <= band.upperBound {
+                    guard let symbol = reader.decode(table) else { return false }
+                    var run = Int(symbol >> 4)
+                    let size = Int(symbol & 15)
+                    var newValue: Int32 = 0
+                    if size != 0 {
+                        guard size == 1 else { return false }
+                        newValue = reader.bits(1) != 0 ? positive : negative
+                    } else if run != 15 {
+                        endOfBands = (1 << run) + Int(reader.bits(run))
+                        break
+                    }
+                    // Past `run` coefficients still zero (correcting the nonzero ones on the way).
+                    while k <= band.upperBound {
+                        if component.nonzero[at] & (1 << UInt64(k)) != 0 {
+                            correct(k)
+                        } else {
+                            if run == 0 { break }
+                            run -= 1
+                        }
+                        k += 1
+                    }
+                    if newValue != 0 {
+                        guard k <= band.upperBound else { return false }
+                        component.nonzero[at] |= 1 << UInt64(k)
+                        let slot = slots[k]
+                        if slot >= 0 { component.coefficients[kept + slot] = Int16(truncatingIfNeeded: newValue) }
+                    }
+                    k += 1
+                }
+            }
+            if endOfBands > 0 {
+                // The rest of the band: only corrections.
+                while k <= band.upperBound {
+                    if component.nonzero[at] & (1 << UInt64(k)) != 0 { correct(k) }
+                    k += 1
+                }
+                endOfBands -= 1
+            }
+        }
+        return finish(reader)
+    }
+}
