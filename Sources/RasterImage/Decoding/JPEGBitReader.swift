@@ -38,6 +38,7 @@ struct JPEGBitReader {
         }
     }
 
+    @inline(__always)
     private mutating func consume(_ n: Int) {
         if n > count {
             overran = true

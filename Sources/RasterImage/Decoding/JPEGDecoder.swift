@@ -40,6 +40,18 @@ enum JPEGDecoder: FormatDecoder {
         try options.limits.check(width: session.imageWidth, height: session.imageHeight, format: .jpeg)
         let metadata = session.metadata()
         let denominator = try scaleDenominator(session.imageWidth, session.imageHeight, metadata.orientation)
+        if denominator == 8, !options.allowsTruncatedData,
+            let (eighth, colorSpace) = try eighth(reader, session: session, limits: options.limits)
+        {
+            let bytesPerRow = eighth.outputWidth * 4
+            let pixels = try PixelBuffer.make(count: bytesPerRow * eighth.outputHeight) { base in
+                eighth.writeRows(into: ImageBufferTarget(base, bytesPerRow: bytesPerRow), colorSpace: colorSpace)
+            }
+            return RasterImage(
+                validatedWidth: eighth.outputWidth, height: eighth.outputHeight, bytesPerRow: bytesPerRow,
+                frames: [.init(pixels: pixels)], alphaMode: .straight, loopCount: 1, orientation: metadata.orientation,
+                iccProfile: metadata.iccProfile, format: .jpeg, hasAlpha: false)
+        }
         try session.start(scaleDenominator: denominator, allowsTruncatedData: options.allowsTruncatedData)
         let (width, height) = (session.outputWidth, session.outputHeight)
         let bytesPerRow = width * 4
@@ -52,6 +64,26 @@ enum JPEGDecoder: FormatDecoder {
             validatedWidth: width, height: height, bytesPerRow: bytesPerRow, frames: [.init(pixels: pixels)],
             alphaMode: .straight, loopCount: 1, orientation: metadata.orientation,
             iccProfile: metadata.iccProfile, format: .jpeg, hasAlpha: false)
+    }
+}
+
+extension JPEGDecoder {
+    /// A progressive file's 1/8 image from only the scans that size needs
+    /// (``JPEGEighthImage``), with how its components make colour; `nil` when that path
+    /// does not read the file, which libjpeg then decodes as it always did.
+    static func eighth(_ reader: ByteReader, session: JPEGReadSession, limits: DecodingLimits) throws
+        -> (JPEGEighthImage, JPEGEighthImage.ColorSpace)?
+    {
+        guard let colorSpace = session.eighthColorSpace else { return nil }
+        return try reader.withContiguousBytes { bytes in
+            guard
+                let eighth = JPEGEighthImage.read(
+                    bytes, maxScans: limits.maxProgressiveScans, maxWorkingBytes: limits.maxWorkingBytes),
+                eighth.width == session.imageWidth, eighth.height == session.imageHeight,
+                eighth.components.count == (colorSpace == .grey ? 1 : 3)
+            else { return nil }
+            return (eighth, colorSpace)
+        }
     }
 }
 

@@ -40,8 +40,8 @@ struct JPEGEighthImage {
         /// Output samples a block makes at 1/8: 1, or 2 each way for a component subsampled
         /// by two both ways.
         let blockSide: Int
-        /// The quantised DC coefficient of each block, row by row, as libjpeg keeps it (16 bits).
-        var dc: [Int16]
+        /// Where the component's blocks start in ``JPEGEighthImage/dc``.
+        let dcStart: Int
         /// For 2x2 components: the 25 coefficients the 2x2 IDCT reads, each block's in a
         /// row (``JPEGEighthImage/slot``), and which of each block's 64 are nonzero
         /// (zigzag order), which refinement scans need.
@@ -54,6 +54,9 @@ struct JPEGEighthImage {
     let maxHorizontal: Int
     let maxVertical: Int
     var components: [Component]
+    /// The quantised DC coefficient of each block, as libjpeg keeps it (16 bits): each
+    /// component's blocks in turn, row by row.
+    var dc: [Int16]
 
     /// The size at 1/8, as libjpeg rounds it.
     var outputWidth: Int { (width + 7) / 8 }
@@ -98,7 +101,7 @@ extension JPEGEighthImage {
 
     /// The 1/8 image, RGBA, written into `target` a few rows at a time.
     func writeRows(into target: any RowTarget, colorSpace: ColorSpace) {
-        let planes = components.map(JPEGEighthImage.samples)
+        let planes = components.map { JPEGEighthImage.samples($0, dc: dc) }
         let (width, height) = (outputWidth, outputHeight)
         var rows = components.map { _ in [UInt8](repeating: 0, count: width) }
         var y = 0
@@ -118,7 +121,7 @@ extension JPEGEighthImage {
 
     /// A component's samples at 1/8: each block's DC as `jpeg_idct_1x1` makes it, or the
     /// 2x2 that `jpeg_idct_2x2` makes of a subsampled block.
-    private static func samples(_ component: Component) -> (plane: [UInt8], wide: Int, high: Int) {
+    private static func samples(_ component: Component, dc: [Int16]) -> (plane: [UInt8], wide: Int, high: Int) {
         let side = component.blockSide
         let (wide, high) = (component.usedWide * side, component.usedHigh * side)
         var plane = [UInt8](repeating: 0, count: wide * high)
@@ -126,7 +129,8 @@ extension JPEGEighthImage {
             let quantizer = Int(component.quantizers[0])
             for blockY in 0..<component.usedHigh {
                 for blockX in 0..<component.usedWide {
-                    let value = descale(Int(component.dc[blockY * component.blocksWide + blockX]) * quantizer, 3)
+                    let block = component.dcStart + blockY * component.blocksWide + blockX
+                    let value = descale(Int(dc[block]) * quantizer, 3)
                     plane[blockY * wide + blockX] = UInt8(clamping: value + 128)
                 }
             }
@@ -142,7 +146,7 @@ extension JPEGEighthImage {
             for blockX in 0..<component.usedWide {
                 let block = blockY * component.blocksWide + blockX
                 let base = block * 25
-                values[0] = Int(component.dc[block]) * dequantizers[0]
+                values[0] = Int(dc[component.dcStart + block]) * dequantizers[0]
                 for index in 1..<25 { values[index] = Int(component.coefficients[base + index]) * dequantizers[index] }
                 let (top, bottom) = idct2x2(values)
                 let at = blockY * 2 * wide + blockX * 2

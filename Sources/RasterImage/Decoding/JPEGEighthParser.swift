@@ -90,13 +90,14 @@ struct JPEGEighthParser {
         if componentCount == 1 { (specs[0].h, specs[0].v) = (1, 1) }
         let maxH = specs.map(\.h).max() ?? 1
         let maxV = specs.map(\.v).max() ?? 1
-        guard specs.allSatisfy({ [maxH, maxH / 2].contains($0.h) && [maxV, maxV / 2].contains($0.v) }) else {
+        guard specs.allSatisfy({ ($0.h == maxH || $0.h * 2 == maxH) && ($0.v == maxV || $0.v * 2 == maxV) }) else {
             return nil
         }
         let mcusWide = (width + 8 * maxH - 1) / (8 * maxH)
         let mcusHigh = (height + 8 * maxV - 1) / (8 * maxV)
         var components: [JPEGEighthImage.Component] = []
         var bytes = 0
+        var dcBlocks = 0
         for spec in specs {
             // libjpeg's 2x2 IDCT at 1/8 for a component half the largest both ways.
             let side = spec.h * 2 == maxH && spec.v * 2 == maxV ? 2 : 1
@@ -111,7 +112,8 @@ struct JPEGEighthParser {
             var component = JPEGEighthImage.Component(
                 id: spec.id, horizontal: spec.h, vertical: spec.v, quantTable: spec.table, blocksWide: blocksWide,
                 blocksHigh: blocksHigh, usedWide: (samplesWide + 7) / 8, usedHigh: (samplesHigh + 7) / 8,
-                blockSide: side, dc: [Int16](repeating: 0, count: blocks))
+                blockSide: side, dcStart: dcBlocks)
+            dcBlocks += blocks
             if side == 2 {
                 component.coefficients = [Int16](repeating: 0, count: blocks * 25)
                 component.nonzero = [UInt64](repeating: 0, count: blocks)
@@ -119,7 +121,8 @@ struct JPEGEighthParser {
             components.append(component)
         }
         return JPEGEighthImage(
-            width: width, height: height, maxHorizontal: maxH, maxVertical: maxV, components: components)
+            width: width, height: height, maxHorizontal: maxH, maxVertical: maxV, components: components,
+            dc: [Int16](repeating: 0, count: dcBlocks))
     }
 
     /// DHT: one or more tables.
@@ -272,45 +275,42 @@ struct JPEGEighthParser {
         let first = image.components[members[0]]
         let mcusWide = interleaved ? first.blocksWide / first.horizontal : first.usedWide
         let mcusHigh = interleaved ? first.blocksHigh / first.vertical : first.usedHigh
-        // Each member's block layout, and its plane taken out of the image while the scan
-        // writes it (so that nothing else holds it and it is written in place).
+        // Each member's block layout: blocks an MCU across and down, and its first block's
+        // place in the planes and the plane's width.
         let shapes = members.map { index in
             let component = image.components[index]
             return interleaved
-                ? (h: component.horizontal, v: component.vertical, wide: component.blocksWide)
-                : (h: 1, v: 1, wide: component.blocksWide)
-        }
-        var planes = members.map { index in
-            defer { image.components[index].dc = [] }
-            return image.components[index].dc
-        }
-        defer {
-            for (slot, index) in members.enumerated() { image.components[index].dc = planes[slot] }
+                ? (h: component.horizontal, v: component.vertical, start: component.dcStart, wide: component.blocksWide)
+                : (h: 1, v: 1, start: component.dcStart, wide: component.blocksWide)
         }
         let bit = Int16(truncatingIfNeeded: 1 << shift)
         var restarts = Restarts(interval: restartInterval)
-        for mcu in 0..<(mcusWide * mcusHigh) {
-            guard restarts.beforeMCU(&reader, reset: { predictions = predictions.map { _ in 0 } }) else {
-                return false
-            }
-            let (mcuX, mcuY) = (mcu % mcusWide, mcu / mcusWide)
-            for slot in members.indices {
-                let (h, v, wide) = shapes[slot]
-                for blockY in 0..<v {
-                    for blockX in 0..<h {
-                        let at = (mcuY * v + blockY) * wide + mcuX * h + blockX
-                        if refining {
-                            if reader.bits(1) != 0 { planes[slot][at] |= bit }
-                        } else {
-                            guard let size = reader.decode(tables[slot]), size <= 16 else { return false }
-                            predictions[slot] &+= reader.extended(Int(size))
-                            planes[slot][at] = Int16(truncatingIfNeeded: predictions[slot] &<< shift)
+        let total = mcusWide * mcusHigh
+        return image.dc.withUnsafeMutableBufferPointer { planes in
+            for mcu in 0..<total {
+                // Past the data, the rest would be made of zeros: libjpeg's, not this path's.
+                guard !reader.overran,
+                    restarts.beforeMCU(&reader, reset: { predictions = predictions.map { _ in 0 } })
+                else { return false }
+                let (mcuX, mcuY) = (mcu % mcusWide, mcu / mcusWide)
+                for slot in shapes.indices {
+                    let (h, v, start, wide) = shapes[slot]
+                    for blockY in 0..<v {
+                        let row = start + (mcuY * v + blockY) * wide + mcuX * h
+                        for blockX in 0..<h {
+                            if refining {
+                                if reader.bits(1) != 0 { planes[row + blockX] |= bit }
+                            } else {
+                                guard let size = reader.decode(tables[slot]), size <= 16 else { return false }
+                                predictions[slot] &+= reader.extended(Int(size))
+                                planes[row + blockX] = Int16(truncatingIfNeeded: predictions[slot] &<< shift)
+                            }
                         }
                     }
                 }
             }
+            return finish(reader)
         }
-        return finish(reader)
     }
 
     /// An AC scan of a 2x2 component (T.81 G.1.2.2, G.1.2.3): a band of coefficients in
@@ -322,14 +322,32 @@ struct JPEGEighthParser {
         refining: Bool, shift: Int
     ) -> Bool {
         var reader = JPEGBitReader(base: base, start: position, end: count)
+        let shape = (usedWide: component.usedWide, usedHigh: component.usedHigh, blocksWide: component.blocksWide)
+        let interval = restartInterval
+        let decoded = component.coefficients.withUnsafeMutableBufferPointer { coefficients in
+            component.nonzero.withUnsafeMutableBufferPointer { nonzero in
+                JPEGEighthParser.acBlocks(
+                    &reader, table: table, shape: shape, coefficients: coefficients, nonzero: nonzero, band: band,
+                    refining: refining, shift: shift, restartInterval: interval)
+            }
+        }
+        return decoded && finish(reader)
+    }
+
+    /// The blocks of an AC scan, their kept coefficients and nonzero masks written in place.
+    private static func acBlocks(
+        _ reader: inout JPEGBitReader, table: JPEGHuffmanTable, shape: (usedWide: Int, usedHigh: Int, blocksWide: Int),
+        coefficients: UnsafeMutableBufferPointer<Int16>, nonzero: UnsafeMutableBufferPointer<UInt64>,
+        band: ClosedRange<Int>, refining: Bool, shift: Int, restartInterval: Int
+    ) -> Bool {
         var endOfBands = 0
         var restarts = Restarts(interval: restartInterval)
         let positive = Int32(1) << shift
         let negative = Int32(-1) << shift
         let slots = JPEGEighthImage.slot
-        for block in 0..<(component.usedWide * component.usedHigh) {
-            guard restarts.beforeMCU(&reader, reset: { endOfBands = 0 }) else { return false }
-            let at = (block / component.usedWide) * component.blocksWide + block % component.usedWide
+        for block in 0..<(shape.usedWide * shape.usedHigh) {
+            guard !reader.overran, restarts.beforeMCU(&reader, reset: { endOfBands = 0 }) else { return false }
+            let at = (block / shape.usedWide) * shape.blocksWide + block % shape.usedWide
             let kept = at * 25
             var k = band.lowerBound
             if !refining {
@@ -344,9 +362,9 @@ struct JPEGEighthParser {
                         k += run
                         guard k <= band.upperBound else { return false }
                         let value = reader.extended(size) &<< Int32(shift)
-                        component.nonzero[at] |= 1 << UInt64(k)
+                        nonzero[at] |= 1 << UInt64(k)
                         let slot = slots[k]
-                        if slot >= 0 { component.coefficients[kept + slot] = Int16(truncatingIfNeeded: value) }
+                        if slot >= 0 { coefficients[kept + slot] = Int16(truncatingIfNeeded: value) }
                     } else if run == 15 {
                         k += 15
                     } else {
@@ -362,9 +380,9 @@ struct JPEGEighthParser {
                 guard reader.bits(1) != 0 else { return }
                 let slot = slots[k]
                 guard slot >= 0 else { return }
-                let value = Int32(component.coefficients[kept + slot])
+                let value = Int32(coefficients[kept + slot])
                 if value & positive == 0 {
-                    component.coefficients[kept + slot] = Int16(
+                    coefficients[kept + slot] = Int16(
                         truncatingIfNeeded: value + (value >= 0 ? positive : negative))
                 }
             }
@@ -383,7 +401,7 @@ struct JPEGEighthParser {
                     }
                     // Past `run` coefficients still zero (correcting the nonzero ones on the way).
                     while k <= band.upperBound {
-                        if component.nonzero[at] & (1 << UInt64(k)) != 0 {
+                        if nonzero[at] & (1 << UInt64(k)) != 0 {
                             correct(k)
                         } else {
                             if run == 0 { break }
@@ -393,9 +411,9 @@ struct JPEGEighthParser {
                     }
                     if newValue != 0 {
                         guard k <= band.upperBound else { return false }
-                        component.nonzero[at] |= 1 << UInt64(k)
+                        nonzero[at] |= 1 << UInt64(k)
                         let slot = slots[k]
-                        if slot >= 0 { component.coefficients[kept + slot] = Int16(truncatingIfNeeded: newValue) }
+                        if slot >= 0 { coefficients[kept + slot] = Int16(truncatingIfNeeded: newValue) }
                     }
                     k += 1
                 }
@@ -403,12 +421,12 @@ struct JPEGEighthParser {
             if endOfBands > 0 {
                 // The rest of the band: only corrections.
                 while k <= band.upperBound {
-                    if component.nonzero[at] & (1 << UInt64(k)) != 0 { correct(k) }
+                    if nonzero[at] & (1 << UInt64(k)) != 0 { correct(k) }
                     k += 1
                 }
                 endOfBands -= 1
             }
         }
-        return finish(reader)
+        return true
     }
 }

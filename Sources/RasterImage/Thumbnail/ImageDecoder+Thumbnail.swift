@@ -129,12 +129,17 @@ extension JPEGDecoder {
             && metadata.iccProfile.map { TransformCache.shared.transform(for: $0, model: cmykModel) != nil } ?? false
         let denominator = ShrinkFactor.choose(
             width: width, height: height, target: geometry, mode: options.shrinkOnLoad, choices: [8, 4, 2])
-        if denominator == 8, let colorSpace = session.eighthColorSpace,
-            let image = try eighthThumbnail(
-                reader, colorSpace: colorSpace, width: width, height: height, geometry: geometry, options: options,
-                limits: request.limits, metadata: metadata)
-        {
-            return image
+        if denominator == 8, let (eighth, colorSpace) = try eighth(reader, session: session, limits: request.limits) {
+            let resizer = StreamingResizer(
+                window: geometry.window(inputWidth: eighth.outputWidth, inputHeight: eighth.outputHeight),
+                kernel: options.kernel, channels: .independent, linearLight: options.linearLight)
+            eighth.writeRows(into: ResizingTarget(resizer: resizer), colorSpace: colorSpace)
+            let image = RasterImage(
+                validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight,
+                bytesPerRow: geometry.croppedWidth * 4,
+                frames: [.init(pixels: resizer.finish())], alphaMode: .straight, loopCount: 1,
+                orientation: metadata.orientation, iccProfile: metadata.iccProfile, format: .jpeg, hasAlpha: false)
+            return ThumbnailFinisher.finish(image, geometry: geometry, options: options, colorModel: .rgba)
         }
         try session.start(scaleDenominator: denominator, keepingCMYK: keepsCMYK)
         let resizer = StreamingResizer(
@@ -310,35 +315,5 @@ enum ShrinkFactor {
             }
         }
         return 1
-    }
-}
-
-extension JPEGDecoder {
-    /// A progressive file's thumbnail from only the scans its 1/8 reduction needs
-    /// (``JPEGEighthImage``); `nil` when that path does not read the file, which libjpeg
-    /// then decodes whole.
-    static func eighthThumbnail(
-        _ reader: ByteReader, colorSpace: JPEGEighthImage.ColorSpace, width: Int, height: Int,
-        geometry: ThumbnailGeometry, options: ThumbnailOptions, limits: DecodingLimits,
-        metadata: (orientation: Orientation, iccProfile: [UInt8]?)
-    ) throws -> RasterImage? {
-        try reader.withContiguousBytes { bytes -> RasterImage? in
-            guard
-                let eighth = JPEGEighthImage.read(
-                    bytes, maxScans: limits.maxProgressiveScans, maxWorkingBytes: limits.maxWorkingBytes),
-                eighth.width == width, eighth.height == height,
-                eighth.components.count == (colorSpace == .grey ? 1 : 3)
-            else { return nil }
-            let resizer = StreamingResizer(
-                window: geometry.window(inputWidth: eighth.outputWidth, inputHeight: eighth.outputHeight),
-                kernel: options.kernel, channels: .independent, linearLight: options.linearLight)
-            eighth.writeRows(into: ResizingTarget(resizer: resizer), colorSpace: colorSpace)
-            let image = RasterImage(
-                validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight,
-                bytesPerRow: geometry.croppedWidth * 4,
-                frames: [.init(pixels: resizer.finish())], alphaMode: .straight, loopCount: 1,
-                orientation: metadata.orientation, iccProfile: metadata.iccProfile, format: .jpeg, hasAlpha: false)
-            return ThumbnailFinisher.finish(image, geometry: geometry, options: options, colorModel: .rgba)
-        }
     }
 }
