@@ -7,7 +7,8 @@ against each format's decoder floor. One command prints the whole table:
 
 Rows: every input set by every output, on one core and on two.
   inputs   JPEG 640x480, 2000x1500, 4000x3000 and 6000x4000, baseline and progressive
-           (ImageMagick plasma photos with noise, q90 4:2:0); 2000x1500 PNG, RGB and RGBA
+           (ImageMagick plasma photos with noise, q90 4:2:0), and 6000x4000 progressive with an
+           optimiser's scan script (jpegtran -scans, mozjpeg's shape); 2000x1500 PNG, RGB and RGBA
            (the alpha a radial gradient); 2000x1500 WebP (cwebp -q 90); 12 MP (4000x3000)
            HEIC (heif-enc -q 80: one HEVC frame) and AVIF (avifenc -s 8); a 12.6 MP HEIC as
            an iPhone writes one (4096x3072, a grid of 48 HEVC tiles of 512x512). Distinct files, made once into
@@ -65,6 +66,7 @@ INPUTS = [
     ("jpeg 4000x3000 progressive", "jpeg-progressive", 4000, 3000, 4, 8),
     ("jpeg 6000x4000", "jpeg", 6000, 4000, 3, 10),
     ("jpeg 6000x4000 progressive", "jpeg-progressive", 6000, 4000, 3, 6),
+    ("jpeg 6000x4000 progressive optimiser", "jpeg-progressive-optimiser", 6000, 4000, 3, 6),
     ("png 2000x1500 rgb", "png", 2000, 1500, 8, 16),
     ("png 2000x1500 rgba", "png-rgba", 2000, 1500, 8, 16),
     ("webp 2000x1500", "webp", 2000, 1500, 8, 16),
@@ -72,6 +74,18 @@ INPUTS = [
     ("heic 4096x3072 grid", "heic-grid", 4096, 3072, 2, 2),
     ("avif 4000x3000", "avif", 4000, 3000, 3, 6),
 ]
+# The scan script of the optimiser input set (jpegtran -scans syntax).
+OPTIMISER_SCANS = """0 1 2: 0 0 0 0;
+0: 1 8 0 2;
+1: 1 8 0 0;
+2: 1 8 0 0;
+0: 9 63 0 2;
+0: 1 63 2 1;
+0: 1 63 1 0;
+1: 9 63 0 0;
+2: 9 63 0 0;
+"""
+
 # name, width, height, fill
 OUTPUTS = [("256 fit", 256, 256, False), ("512 fit", 512, 512, False), ("1024 fit", 1024, 1024, False),
            ("512x512 fill", 512, 512, True)]
@@ -85,7 +99,7 @@ def make_inputs(folder, venv_python):
         os.makedirs(target, exist_ok=True)
         for i in range(count):
             seed = 9000 + 97 * width + i
-            ext = {"jpeg": "jpg", "jpeg-progressive": "jpg", "png": "png", "png-rgba": "png", "webp": "webp",
+            ext = {"jpeg": "jpg", "jpeg-progressive": "jpg", "jpeg-progressive-optimiser": "jpg", "png": "png", "png-rgba": "png", "webp": "webp",
                    "heic": "heic", "heic-grid": "heic", "avif": "avif"}[kind]
             out = os.path.join(target, f"f{i:02d}.{ext}")
             if not os.path.exists(out):
@@ -100,6 +114,15 @@ def make_inputs(folder, venv_python):
         tmp = os.path.join(work, f"{index}-" + os.path.basename(out))
         if kind == "jpeg":
             steps = [base + ["-sampling-factor", "2x2", "-quality", "90", tmp]]
+        elif kind == "jpeg-progressive-optimiser":
+            # An optimiser's scan script (mozjpeg's shape: the DC of all components in one
+            # scan, then luma bands with successive approximation, chroma bands whole),
+            # written over a baseline file by jpegtran -scans.
+            script = os.path.join(work, "optimiser-scans.txt")
+            with open(script, "w") as handle:
+                handle.write(OPTIMISER_SCANS)
+            steps = [base + ["-sampling-factor", "2x2", "-quality", "90", tmp + ".jpg"],
+                     ["jpegtran", "-scans", script, "-outfile", tmp, tmp + ".jpg"]]
         elif kind == "jpeg-progressive":
             steps = [base + ["-sampling-factor", "2x2", "-quality", "90", "-interlace", "Plane", tmp]]
         elif kind == "png":
@@ -173,7 +196,8 @@ def output_size(width, height, output):
 
 def reduction(kind, width, height, box_width, box_height, fill):
     """The shrink-on-load factor ImageDecoder's `.quality` mode picks."""
-    choices = {"jpeg": [8, 4, 2], "jpeg-progressive": [8, 4, 2], "webp": list(range(64, 1, -1))}.get(kind, [])
+    choices = {"jpeg": [8, 4, 2], "jpeg-progressive": [8, 4, 2], "jpeg-progressive-optimiser": [8, 4, 2],
+               "webp": list(range(64, 1, -1))}.get(kind, [])
     target_w, target_h = scaled_size(width, height, box_width, box_height, fill)
     for factor in choices:
         if -(-width // factor) >= 2 * target_w and -(-height // factor) >= 2 * target_h:
