@@ -17,6 +17,7 @@ struct JPEGBitReader {
         self.end = end
     }
 
+    @inline(never)
     private mutating func fill() {
         while count <= 56 && !atMarker {
             guard position < end else {
@@ -61,8 +62,13 @@ struct JPEGBitReader {
     /// `n` bits read as T.81's EXTEND makes them: a signed value of magnitude category `n`.
     @inline(__always)
     mutating func extended(_ n: Int) -> Int32 {
-        let value = bits(n)
-        return n > 0 && value < (1 << Int32(n - 1)) ? value &+ (-1 << Int32(n)) &+ 1 : value
+        JPEGBitReader.extend(bits(n), n)
+    }
+
+    /// T.81's EXTEND: `value`, `n` bits read, as the signed value of magnitude category `n`.
+    @inline(__always)
+    static func extend(_ value: Int32, _ n: Int) -> Int32 {
+        n > 0 && value < (1 << Int32(n - 1)) ? value &+ (-1 << Int32(n)) &+ 1 : value
     }
 
     /// The next symbol of `table`, or `nil` for a code the table does not hold.
@@ -70,10 +76,14 @@ struct JPEGBitReader {
     mutating func decode(_ table: JPEGHuffmanTable) -> UInt8? {
         if count < 16 { fill() }
         let entry = table.fast[Int(buffer >> 55)]
-        if entry != 0 {
-            consume(Int(entry >> 8))
-            return UInt8(truncatingIfNeeded: entry)
-        }
+        guard entry != 0 else { return decodeLong(table) }
+        consume(Int(entry >> 8))
+        return UInt8(truncatingIfNeeded: entry)
+    }
+
+    /// A code longer than the first look's 9 bits.
+    @inline(never)
+    private mutating func decodeLong(_ table: JPEGHuffmanTable) -> UInt8? {
         var length = 10
         var code = Int32(truncatingIfNeeded: buffer >> 54)
         while length <= 16 && code > table.maxCode[length] {

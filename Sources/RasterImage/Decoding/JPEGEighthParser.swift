@@ -302,7 +302,8 @@ struct JPEGEighthParser {
                                 if reader.bits(1) != 0 { planes[row + blockX] |= bit }
                             } else {
                                 guard let size = reader.decode(tables[slot]), size <= 16 else { return false }
-                                predictions[slot] &+= reader.extended(Int(size))
+                                let bits = reader.bits(Int(size))
+                                predictions[slot] &+= JPEGBitReader.extend(bits, Int(size))
                                 planes[row + blockX] = Int16(truncatingIfNeeded: predictions[slot] &<< shift)
                             }
                         }
@@ -361,7 +362,7 @@ struct JPEGEighthParser {
                     if size != 0 {
                         k += run
                         guard k <= band.upperBound else { return false }
-                        let value = reader.extended(size) &<< Int32(shift)
+                        let value = JPEGBitReader.extend(reader.bits(size), size) &<< Int32(shift)
                         nonzero[at] |= 1 << UInt64(k)
                         let slot = slots[k]
                         if slot >= 0 { coefficients[kept + slot] = Int16(truncatingIfNeeded: value) }
