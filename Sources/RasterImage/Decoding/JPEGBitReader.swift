@@ -59,12 +59,6 @@ struct JPEGBitReader {
         return value
     }
 
-    /// `n` bits read as T.81's EXTEND makes them: a signed value of magnitude category `n`.
-    @inline(__always)
-    mutating func extended(_ n: Int) -> Int32 {
-        JPEGBitReader.extend(bits(n), n)
-    }
-
     /// T.81's EXTEND: `value`, `n` bits read, as the signed value of magnitude category `n`.
     @inline(__always)
     static func extend(_ value: Int32, _ n: Int) -> Int32 {

@@ -40,25 +40,23 @@ enum JPEGDecoder: FormatDecoder {
         try options.limits.check(width: session.imageWidth, height: session.imageHeight, format: .jpeg)
         let metadata = session.metadata()
         let denominator = try scaleDenominator(session.imageWidth, session.imageHeight, metadata.orientation)
-        if denominator == 8, !options.allowsTruncatedData,
-            let (eighth, colorSpace) = try eighth(reader, session: session, limits: options.limits)
-        {
-            let bytesPerRow = eighth.outputWidth * 4
-            let pixels = try PixelBuffer.make(count: bytesPerRow * eighth.outputHeight) { base in
-                eighth.writeRows(into: ImageBufferTarget(base, bytesPerRow: bytesPerRow), colorSpace: colorSpace)
-            }
-            return RasterImage(
-                validatedWidth: eighth.outputWidth, height: eighth.outputHeight, bytesPerRow: bytesPerRow,
-                frames: [.init(pixels: pixels)], alphaMode: .straight, loopCount: 1, orientation: metadata.orientation,
-                iccProfile: metadata.iccProfile, format: .jpeg, hasAlpha: false)
+        // A progressive file at 1/8 from only the scans it needs; else libjpeg.
+        let eighth =
+            denominator == 8 && !options.allowsTruncatedData
+            ? try eighth(reader, session: session, limits: options.limits) : nil
+        if eighth == nil {
+            try session.start(scaleDenominator: denominator, allowsTruncatedData: options.allowsTruncatedData)
         }
-        try session.start(scaleDenominator: denominator, allowsTruncatedData: options.allowsTruncatedData)
-        let (width, height) = (session.outputWidth, session.outputHeight)
+        let (width, height) =
+            eighth.map { ($0.image.outputWidth, $0.image.outputHeight) } ?? (session.outputWidth, session.outputHeight)
         let bytesPerRow = width * 4
         let pixels = try PixelBuffer.make(count: bytesPerRow * height) { base in
-            try session.readRows(
-                into: ImageBufferTarget(base, bytesPerRow: bytesPerRow),
-                allowsTruncatedData: options.allowsTruncatedData)
+            let target = ImageBufferTarget(base, bytesPerRow: bytesPerRow)
+            if let eighth {
+                eighth.image.writeRows(into: target, colorSpace: eighth.colorSpace)
+            } else {
+                try session.readRows(into: target, allowsTruncatedData: options.allowsTruncatedData)
+            }
         }
         return RasterImage(
             validatedWidth: width, height: height, bytesPerRow: bytesPerRow, frames: [.init(pixels: pixels)],
@@ -72,7 +70,7 @@ extension JPEGDecoder {
     /// (``JPEGEighthImage``), with how its components make colour; `nil` when that path
     /// does not read the file, which libjpeg then decodes as it always did.
     static func eighth(_ reader: ByteReader, session: JPEGReadSession, limits: DecodingLimits) throws
-        -> (JPEGEighthImage, JPEGEighthImage.ColorSpace)?
+        -> (image: JPEGEighthImage, colorSpace: JPEGEighthImage.ColorSpace)?
     {
         guard let colorSpace = session.eighthColorSpace else { return nil }
         return try reader.withContiguousBytes { bytes in

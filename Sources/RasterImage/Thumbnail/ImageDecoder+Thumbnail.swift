@@ -129,23 +129,19 @@ extension JPEGDecoder {
             && metadata.iccProfile.map { TransformCache.shared.transform(for: $0, model: cmykModel) != nil } ?? false
         let denominator = ShrinkFactor.choose(
             width: width, height: height, target: geometry, mode: options.shrinkOnLoad, choices: [8, 4, 2])
-        if denominator == 8, let (eighth, colorSpace) = try eighth(reader, session: session, limits: request.limits) {
-            let resizer = StreamingResizer(
-                window: geometry.window(inputWidth: eighth.outputWidth, inputHeight: eighth.outputHeight),
-                kernel: options.kernel, channels: .independent, linearLight: options.linearLight)
-            eighth.writeRows(into: ResizingTarget(resizer: resizer), colorSpace: colorSpace)
-            let image = RasterImage(
-                validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight,
-                bytesPerRow: geometry.croppedWidth * 4,
-                frames: [.init(pixels: resizer.finish())], alphaMode: .straight, loopCount: 1,
-                orientation: metadata.orientation, iccProfile: metadata.iccProfile, format: .jpeg, hasAlpha: false)
-            return ThumbnailFinisher.finish(image, geometry: geometry, options: options, colorModel: .rgba)
-        }
-        try session.start(scaleDenominator: denominator, keepingCMYK: keepsCMYK)
+        // A progressive file at 1/8 from only the scans it needs (never CMYK); else libjpeg.
+        let eighth = denominator == 8 ? try eighth(reader, session: session, limits: request.limits) : nil
+        if eighth == nil { try session.start(scaleDenominator: denominator, keepingCMYK: keepsCMYK) }
+        let (inputWidth, inputHeight) =
+            eighth.map { ($0.image.outputWidth, $0.image.outputHeight) } ?? (session.outputWidth, session.outputHeight)
         let resizer = StreamingResizer(
-            window: geometry.window(inputWidth: session.outputWidth, inputHeight: session.outputHeight),
+            window: geometry.window(inputWidth: inputWidth, inputHeight: inputHeight),
             kernel: options.kernel, channels: .independent, linearLight: options.linearLight && !keepsCMYK)
-        try session.readRows(into: ResizingTarget(resizer: resizer), allowsTruncatedData: false)
+        if let eighth {
+            eighth.image.writeRows(into: ResizingTarget(resizer: resizer), colorSpace: eighth.colorSpace)
+        } else {
+            try session.readRows(into: ResizingTarget(resizer: resizer), allowsTruncatedData: false)
+        }
         let image = RasterImage(
             validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight,
             bytesPerRow: geometry.croppedWidth * 4,
