@@ -19,6 +19,18 @@ struct JPEGBitReader {
 
     @inline(never)
     private mutating func fill() {
+        // Most of the time the next eight bytes hold no 0xFF: as many of them as fit at once.
+        if !atMarker && count <= 56 && end - position >= 8 {
+            let word = UInt64(bigEndian: UnsafeRawPointer(base + position).loadUnaligned(as: UInt64.self))
+            let inverted = ~word
+            if (inverted &- 0x0101_0101_0101_0101) & ~inverted & 0x8080_8080_8080_8080 == 0 {
+                let take = (64 - count) / 8
+                buffer |= (word >> UInt64(64 - 8 * take)) << UInt64(64 - count - 8 * take)
+                position += take
+                count += 8 * take
+                return
+            }
+        }
         while count <= 56 && !atMarker {
             guard position < end else {
                 atMarker = true
@@ -59,6 +71,17 @@ struct JPEGBitReader {
         return value
     }
 
+    /// Steps over the next `n` bits (any number).
+    @inline(__always)
+    mutating func skip(_ n: Int) {
+        var left = n
+        while left > 16 {
+            _ = bits(16)
+            left -= 16
+        }
+        _ = bits(left)
+    }
+
     /// T.81's EXTEND: `value`, `n` bits read, as the signed value of magnitude category `n`.
     @inline(__always)
     static func extend(_ value: Int32, _ n: Int) -> Int32 {
@@ -73,6 +96,17 @@ struct JPEGBitReader {
         guard entry != 0 else { return decodeLong(table) }
         consume(Int(entry >> 8))
         return UInt8(truncatingIfNeeded: entry)
+    }
+
+    /// A symbol of nonzero size and its extra bits together, when the first look's 9
+    /// bits hold both (most of them): its ``JPEGHuffmanTable/fastValue`` entry, the bits
+    /// taken; 0, nothing taken, otherwise.
+    @inline(__always)
+    mutating func decodeValue(_ table: JPEGHuffmanTable) -> Int32 {
+        if count < 16 { fill() }
+        let entry = table.fastValue[Int(buffer >> 55)]
+        if entry != 0 { consume(Int(entry & 0xFF)) }
+        return entry
     }
 
     /// A code longer than the first look's 9 bits.

@@ -82,6 +82,9 @@ struct JPEGEighthImage {
         return row * 5 + column
     }
 
+    /// The zigzag indices that have a slot, as bits.
+    static let keptMask: UInt64 = slot.indices.reduce(0) { slot[$1] >= 0 ? $0 | 1 << UInt64($1) : $0 }
+
     /// The 1/8 image of a progressive JPEG in `bytes`, or `nil` when this path does not
     /// read the file (see ``JPEGEighthImage``). `maxScans` bounds the scans as libjpeg's
     /// limit does; what is kept of the coefficients stays within `maxWorkingBytes`.
@@ -101,16 +104,31 @@ extension JPEGEighthImage {
 
     /// The 1/8 image, RGBA, written into `target` a few rows at a time.
     func writeRows(into target: any RowTarget, colorSpace: ColorSpace) {
-        let planes = components.map { JPEGEighthImage.samples($0, dc: dc) }
         let (width, height) = (outputWidth, outputHeight)
-        var rows = components.map { _ in [UInt8](repeating: 0, count: width) }
+        // One allocation for every component's plane of samples, then a row for each
+        // component that has half the output's samples along a row.
+        let shapes = components.map { (wide: $0.usedWide * $0.blockSide, high: $0.usedHigh * $0.blockSide) }
+        let planesSize = shapes.reduce(0) { $0 + $1.wide * $1.high }
+        let storage = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: planesSize + components.count * width)
+        defer { storage.deallocate() }
+        storage.initialize(repeating: 0)
+        var planes: [Plane] = []
+        var next = storage.baseAddress!
+        for (component, shape) in zip(components, shapes) {
+            JPEGEighthImage.samples(component, dc: dc, into: next, wide: shape.wide)
+            planes.append(Plane(samples: next, wide: shape.wide, high: shape.high))
+            next += shape.wide * shape.high
+        }
+        let rows = UnsafeMutablePointer<UnsafePointer<UInt8>>.allocate(capacity: max(components.count, 1))
+        defer { rows.deallocate() }
         var y = 0
         while y < height {
             let count = min(16, target.maxRows, height - y)
             let out = target.rows(y, count: count)
             for row in 0..<count {
                 for index in components.indices {
-                    upsampledRow(y + row, of: index, plane: planes[index], into: &rows[index])
+                    rows[index] = upsampledRow(
+                        y + row, of: index, plane: planes[index], spread: next + index * width, width: width)
                 }
                 JPEGEighthImage.convert(rows, colorSpace, into: out + row * target.bytesPerRow, width: width)
             }
@@ -119,13 +137,18 @@ extension JPEGEighthImage {
         }
     }
 
-    /// A component's samples at 1/8: each block's DC as `jpeg_idct_1x1` makes it, or the
-    /// 2x2 that `jpeg_idct_2x2` makes of a subsampled block.
-    private static func samples(_ component: Component, dc: [Int16]) -> (plane: [UInt8], wide: Int, high: Int) {
-        let side = component.blockSide
-        let (wide, high) = (component.usedWide * side, component.usedHigh * side)
-        var plane = [UInt8](repeating: 0, count: wide * high)
-        if side == 1 {
+    /// A component's samples at 1/8, `wide` a row.
+    private struct Plane {
+        let samples: UnsafeMutablePointer<UInt8>
+        let wide: Int
+        let high: Int
+    }
+
+    /// A component's samples at 1/8, written to `plane` (`wide` a row): each block's DC
+    /// as `jpeg_idct_1x1` makes it, or the 2x2 that `jpeg_idct_2x2` makes of a subsampled block.
+    private static func samples(_ component: Component, dc: [Int16], into plane: UnsafeMutablePointer<UInt8>, wide: Int)
+    {
+        if component.blockSide == 1 {
             let quantizer = Int(component.quantizers[0])
             for blockY in 0..<component.usedHigh {
                 for blockX in 0..<component.usedWide {
@@ -134,47 +157,68 @@ extension JPEGEighthImage {
                     plane[blockY * wide + blockX] = UInt8(clamping: value + 128)
                 }
             }
-            return (plane, wide, high)
+            return
         }
         // The quantiser of each of the 25 kept coefficients.
         var dequantizers = [Int](repeating: 0, count: 25)
         for zigzag in 0..<64 where slot[zigzag] >= 0 {
             dequantizers[slot[zigzag]] = Int(component.quantizers[zigzag])
         }
-        var values = [Int](repeating: 0, count: 25)
-        for blockY in 0..<component.usedHigh {
-            for blockX in 0..<component.usedWide {
-                let block = blockY * component.blocksWide + blockX
-                let base = block * 25
-                values[0] = Int(dc[component.dcStart + block]) * dequantizers[0]
-                for index in 1..<25 { values[index] = Int(component.coefficients[base + index]) * dequantizers[index] }
-                let (top, bottom) = idct2x2(values)
-                let at = blockY * 2 * wide + blockX * 2
-                (plane[at], plane[at + 1]) = top
-                (plane[at + wide], plane[at + wide + 1]) = bottom
+        // The kept coefficients other than the DC, as zigzag bits: a block with none of
+        // them nonzero is its DC four times (what the IDCT makes of it, exactly).
+        let keptAC = keptMask & ~1
+        component.coefficients.withUnsafeBufferPointer { coefficients in
+            component.nonzero.withUnsafeBufferPointer { nonzero in
+                dc.withUnsafeBufferPointer { dc in
+                    dequantizers.withUnsafeBufferPointer { dequantizers in
+                        withUnsafeTemporaryAllocation(of: Int.self, capacity: 25) { values in
+                            for blockY in 0..<component.usedHigh {
+                                for blockX in 0..<component.usedWide {
+                                    let block = blockY * component.blocksWide + blockX
+                                    let first = Int(dc[component.dcStart + block]) &* dequantizers[0]
+                                    let at = blockY * 2 * wide + blockX * 2
+                                    guard nonzero[block] & keptAC != 0 else {
+                                        let value = UInt8(clamping: descale(first, 3) + 128)
+                                        (plane[at], plane[at + 1]) = (value, value)
+                                        (plane[at + wide], plane[at + wide + 1]) = (value, value)
+                                        continue
+                                    }
+                                    let base = block * 25
+                                    values[0] = first
+                                    for index in 1..<25 {
+                                        values[index] = Int(coefficients[base + index]) &* dequantizers[index]
+                                    }
+                                    let (top, bottom) = idct2x2(UnsafePointer(values.baseAddress!))
+                                    (plane[at], plane[at + 1]) = top
+                                    (plane[at + wide], plane[at + wide + 1]) = bottom
+                                }
+                            }
+                        }
+                    }
+                }
             }
         }
-        return (plane, wide, high)
     }
 
     /// libjpeg's rounding shift.
     @inline(__always)
-    static func descale(_ value: Int, _ shift: Int) -> Int { (value + (1 << (shift - 1))) >> shift }
+    static func descale(_ value: Int, _ shift: Int) -> Int { (value &+ (1 << (shift - 1))) >> shift }
 
     /// The reduced 8-point IDCT at two points, in libjpeg's fixed point (13 fraction
     /// bits), from the values at 0, 1, 3, 5 and 7: the even part is the first alone,
     /// the odd part the odd frequencies. Returns the sum and the difference, unshifted.
     @inline(__always)
     private static func twoPoints(_ v0: Int, _ v1: Int, _ v3: Int, _ v5: Int, _ v7: Int) -> (Int, Int) {
-        let even = v0 << 15
-        let odd = v7 * -5_906 + v5 * 6_967 + v3 * -10_426 + v1 * 29_692
-        return (even + odd, even - odd)
+        // In 64 bits nothing here can overflow: the values are products of 16-bit numbers.
+        let even = v0 &<< 15
+        let odd = v7 &* -5_906 &+ v5 &* 6_967 &+ v3 &* -10_426 &+ v1 &* 29_692
+        return (even &+ odd, even &- odd)
     }
 
     /// One block of a 2x2 component as `jpeg_idct_2x2` makes it, from its 25 dequantised
     /// coefficients (rows and columns 0, 1, 3, 5, 7, row by row): its two rows of two.
     @inline(__always)
-    private static func idct2x2(_ z: [Int]) -> ((UInt8, UInt8), (UInt8, UInt8)) {
+    private static func idct2x2(_ z: UnsafePointer<Int>) -> ((UInt8, UInt8), (UInt8, UInt8)) {
         // Pass 1, each column: two values, with 2 more bits kept.
         var upper = (0, 0, 0, 0, 0)
         var lower = (0, 0, 0, 0, 0)
@@ -198,42 +242,45 @@ extension JPEGEighthImage {
     /// Component `index`'s samples along output row `y`, at the output's width: as they
     /// are, or each repeated twice along an axis the component has half the samples of
     /// (4:2:2, 4:4:0), as libjpeg's 1/8 decode brings them up (measured: its output is
-    /// this exactly, not its triangle filter).
+    /// this exactly, not its triangle filter). Points into the plane, or into `spread`.
     private func upsampledRow(
-        _ y: Int, of index: Int, plane: (plane: [UInt8], wide: Int, high: Int), into row: inout [UInt8]
-    ) {
+        _ y: Int, of index: Int, plane: Plane, spread: UnsafeMutablePointer<UInt8>, width: Int
+    ) -> UnsafePointer<UInt8> {
         let component = components[index]
         let stepX = maxHorizontal / component.horizontal / component.blockSide
         let stepY = maxVertical / component.vertical / component.blockSide
-        let (samples, wide, high) = plane
-        let line = min(y / stepY, high - 1) * wide
-        for x in row.indices {
-            row[x] = samples[line + min(x / stepX, wide - 1)]
+        let line = plane.samples + min(y / stepY, plane.high - 1) * plane.wide
+        guard stepX != 1 || plane.wide < width else { return UnsafePointer(line) }
+        for x in 0..<width {
+            spread[x] = line[min(x / stepX, plane.wide - 1)]
         }
+        return UnsafePointer(spread)
     }
 
     /// One output row, RGBA, from the components' rows.
     private static func convert(
-        _ rows: [[UInt8]], _ colorSpace: ColorSpace, into out: UnsafeMutablePointer<UInt8>, width: Int
+        _ rows: UnsafePointer<UnsafePointer<UInt8>>, _ colorSpace: ColorSpace, into out: UnsafeMutablePointer<UInt8>,
+        width: Int
     ) {
         switch colorSpace {
         case .grey:
+            let grey = rows[0]
             for x in 0..<width {
-                let value = rows[0][x]
+                let value = grey[x]
                 (out[4 * x], out[4 * x + 1], out[4 * x + 2], out[4 * x + 3]) = (value, value, value, 255)
             }
         case .rgb:
+            let (red, green, blue) = (rows[0], rows[1], rows[2])
             for x in 0..<width {
-                (out[4 * x], out[4 * x + 1], out[4 * x + 2], out[4 * x + 3]) = (
-                    rows[0][x], rows[1][x], rows[2][x], 255
-                )
+                (out[4 * x], out[4 * x + 1], out[4 * x + 2], out[4 * x + 3]) = (red[x], green[x], blue[x], 255)
             }
         case .ycbcr:
             // libjpeg's jdcolor.c factors: FIX(x) = x * 65536 rounded, ONE_HALF = 32768.
+            let (lumas, blues, reds) = (rows[0], rows[1], rows[2])
             for x in 0..<width {
-                let luma = Int(rows[0][x])
-                let blue = Int(rows[1][x]) - 128
-                let red = Int(rows[2][x]) - 128
+                let luma = Int(lumas[x])
+                let blue = Int(blues[x]) - 128
+                let red = Int(reds[x]) - 128
                 out[4 * x] = UInt8(clamping: luma + ((91_881 * red + 32_768) >> 16))
                 out[4 * x + 1] = UInt8(clamping: luma + ((-22_554 * blue + 32_768 - 46_802 * red) >> 16))
                 out[4 * x + 2] = UInt8(clamping: luma + ((116_130 * blue + 32_768) >> 16))

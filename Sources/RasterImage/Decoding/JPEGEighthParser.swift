@@ -244,13 +244,15 @@ struct JPEGEighthParser {
             untilNext = interval
         }
 
-        mutating func beforeMCU(_ reader: inout JPEGBitReader, reset: () -> Void) -> Bool {
+        /// `false` when the marker due is not there; `restarted` set when one was taken.
+        @inline(__always)
+        mutating func beforeMCU(_ reader: inout JPEGBitReader, restarted: inout Bool) -> Bool {
             guard interval > 0 else { return true }
             if untilNext == 0 {
                 guard reader.restart(seen & 7) else { return false }
                 seen += 1
                 untilNext = interval
-                reset()
+                restarted = true
             }
             untilNext -= 1
             return true
@@ -270,47 +272,73 @@ struct JPEGEighthParser {
         _ image: inout JPEGEighthImage, members: [Int], tables: [JPEGHuffmanTable], refining: Bool, shift: Int
     ) -> Bool {
         var reader = JPEGBitReader(base: base, start: position, end: count)
-        var predictions = [Int32](repeating: 0, count: members.count)
         let interleaved = members.count > 1
         let first = image.components[members[0]]
         let mcusWide = interleaved ? first.blocksWide / first.horizontal : first.usedWide
         let mcusHigh = interleaved ? first.blocksHigh / first.vertical : first.usedHigh
-        // Each member's block layout: blocks an MCU across and down, and its first block's
-        // place in the planes and the plane's width.
-        let shapes = members.map { index in
+        // Each block of an MCU: its member, and its place in the planes from the MCU's
+        // corner; and each member's corner of the MCU at (0, 0) and its steps across and down.
+        var blocks: [(member: Int, offset: Int)] = []
+        var corners: [(start: Int, across: Int, down: Int)] = []
+        for (member, index) in members.enumerated() {
             let component = image.components[index]
-            return interleaved
-                ? (h: component.horizontal, v: component.vertical, start: component.dcStart, wide: component.blocksWide)
-                : (h: 1, v: 1, start: component.dcStart, wide: component.blocksWide)
+            let (h, v) = interleaved ? (component.horizontal, component.vertical) : (1, 1)
+            corners.append((component.dcStart, h, v * component.blocksWide))
+            for blockY in 0..<v {
+                for blockX in 0..<h { blocks.append((member, blockY * component.blocksWide + blockX)) }
+            }
         }
         let bit = Int16(truncatingIfNeeded: 1 << shift)
         var restarts = Restarts(interval: restartInterval)
-        let total = mcusWide * mcusHigh
         return image.dc.withUnsafeMutableBufferPointer { planes in
-            for mcu in 0..<total {
-                // Past the data, the rest would be made of zeros: libjpeg's, not this path's.
-                guard !reader.overran,
-                    restarts.beforeMCU(&reader, reset: { predictions = predictions.map { _ in 0 } })
-                else { return false }
-                let (mcuX, mcuY) = (mcu % mcusWide, mcu / mcusWide)
-                for slot in shapes.indices {
-                    let (h, v, start, wide) = shapes[slot]
-                    for blockY in 0..<v {
-                        let row = start + (mcuY * v + blockY) * wide + mcuX * h
-                        for blockX in 0..<h {
-                            if refining {
-                                if reader.bits(1) != 0 { planes[row + blockX] |= bit }
-                            } else {
-                                guard let size = reader.decode(tables[slot]), size <= 16 else { return false }
-                                let bits = reader.bits(Int(size))
-                                predictions[slot] &+= JPEGBitReader.extend(bits, Int(size))
-                                planes[row + blockX] = Int16(truncatingIfNeeded: predictions[slot] &<< shift)
+            blocks.withUnsafeBufferPointer { blocks in
+                corners.withUnsafeBufferPointer { corners in
+                    tables.withUnsafeBufferPointer { tables in
+                        withUnsafeTemporaryAllocation(of: Int32.self, capacity: 2 * members.count) { state in
+                            // Each member's prediction, then its corner of the current MCU.
+                            let predictions = UnsafeMutableBufferPointer(rebasing: state[0..<members.count])
+                            let origins = UnsafeMutableBufferPointer(rebasing: state[members.count...])
+                            predictions.initialize(repeating: 0)
+                            for mcuY in 0..<mcusHigh {
+                                for mcuX in 0..<mcusWide {
+                                    // Past the data, the rest would be made of zeros: libjpeg's, not this path's.
+                                    var restarted = false
+                                    guard !reader.overran, restarts.beforeMCU(&reader, restarted: &restarted)
+                                    else { return false }
+                                    if restarted { predictions.update(repeating: 0) }
+                                    for (member, corner) in corners.enumerated() {
+                                        origins[member] = Int32(
+                                            truncatingIfNeeded: corner.start + mcuY * corner.down + mcuX * corner.across
+                                        )
+                                    }
+                                    for block in blocks {
+                                        let at = Int(origins[block.member]) + block.offset
+                                        if refining {
+                                            if reader.bits(1) != 0 { planes[at] |= bit }
+                                        } else {
+                                            let difference: Int32
+                                            let entry = reader.decodeValue(tables[block.member])
+                                            if entry != 0 {
+                                                // A DC symbol is a size alone (a run here: one over 16).
+                                                guard entry >> 8 & 15 == 0 else { return false }
+                                                difference = entry >> 16
+                                            } else {
+                                                guard let size = reader.decode(tables[block.member]), size <= 16 else {
+                                                    return false
+                                                }
+                                                difference = JPEGBitReader.extend(reader.bits(Int(size)), Int(size))
+                                            }
+                                            predictions[block.member] &+= difference
+                                            planes[at] = Int16(truncatingIfNeeded: predictions[block.member] &<< shift)
+                                        }
+                                    }
+                                }
                             }
+                            return finish(reader)
                         }
                     }
                 }
             }
-            return finish(reader)
         }
     }
 
@@ -341,54 +369,110 @@ struct JPEGEighthParser {
         coefficients: UnsafeMutableBufferPointer<Int16>, nonzero: UnsafeMutableBufferPointer<UInt64>,
         band: ClosedRange<Int>, refining: Bool, shift: Int, restartInterval: Int
     ) -> Bool {
-        var endOfBands = 0
-        var restarts = Restarts(interval: restartInterval)
-        let positive = Int32(1) << shift
-        let negative = Int32(-1) << shift
-        let slots = JPEGEighthImage.slot
-        for block in 0..<(shape.usedWide * shape.usedHigh) {
-            guard !reader.overran, restarts.beforeMCU(&reader, reset: { endOfBands = 0 }) else { return false }
-            let at = (block / shape.usedWide) * shape.blocksWide + block % shape.usedWide
-            let kept = at * 25
-            var k = band.lowerBound
-            if !refining {
-                if endOfBands > 0 {
-                    endOfBands -= 1
-                    continue
+        JPEGEighthImage.slot.withUnsafeBufferPointer { slots in
+            var blocks = AC.Blocks(slots: slots, coefficients: coefficients, nonzero: nonzero, band: band, shift: shift)
+            var restarts = Restarts(interval: restartInterval)
+            for blockY in 0..<shape.usedHigh {
+                let row = blockY * shape.blocksWide
+                for at in row..<(row + shape.usedWide) {
+                    var restarted = false
+                    guard !reader.overran, restarts.beforeMCU(&reader, restarted: &restarted) else { return false }
+                    if restarted { blocks.endOfBands = 0 }
+                    guard refining ? blocks.refine(at, &reader, table) : blocks.first(at, &reader, table) else {
+                        return false
+                    }
                 }
-                while k <= band.upperBound {
-                    guard let symbol = reader.decode(table) else { return false }
-                    let (run, size) = (Int(symbol >> 4), Int(symbol & 15))
-                    if size != 0 {
-                        k += run
-                        guard k <= band.upperBound else { return false }
-                        let value = JPEGBitReader.extend(reader.bits(size), size) &<< Int32(shift)
-                        nonzero[at] |= 1 << UInt64(k)
-                        let slot = slots[k]
-                        if slot >= 0 { coefficients[kept + slot] = Int16(truncatingIfNeeded: value) }
-                    } else if run == 15 {
-                        k += 15
-                    } else {
-                        endOfBands = (1 << run) - 1 + Int(reader.bits(run))
-                        break
+            }
+            return true
+        }
+    }
+}
+
+/// The AC scans of 2x2 components.
+private enum AC {
+    /// One AC scan's state across its blocks: the band, the EOB run, where coefficients go
+    /// (plain values only, so that it is never copied with reference counting in the loops).
+    struct Blocks {
+        let slots: UnsafeBufferPointer<Int>
+        let coefficients: UnsafeMutableBufferPointer<Int16>
+        let nonzero: UnsafeMutableBufferPointer<UInt64>
+        let lower: Int
+        let upper: Int
+        /// The band's zigzag indices as bits.
+        let bandMask: UInt64
+        let shift: Int
+        let keptMask = JPEGEighthImage.keptMask
+        let positive: Int32
+        let negative: Int32
+        /// Blocks left whose band is empty (or, refining, holds only corrections).
+        var endOfBands = 0
+
+        init(
+            slots: UnsafeBufferPointer<Int>, coefficients: UnsafeMutableBufferPointer<Int16>,
+            nonzero: UnsafeMutableBufferPointer<UInt64>, band: ClosedRange<Int>, shift: Int
+        ) {
+            self.slots = slots
+            self.coefficients = coefficients
+            self.nonzero = nonzero
+            lower = band.lowerBound
+            upper = band.upperBound
+            bandMask = (upper == 63 ? ~0 : (1 << UInt64(upper + 1)) - 1) & ~((1 << UInt64(lower)) - 1)
+            self.shift = shift
+            positive = 1 << Int32(shift)
+            negative = -1 << Int32(shift)
+        }
+
+        /// A first scan's block `at` (T.81 G.1.2.2): the band's coefficients, or a step of an EOB run.
+        mutating func first(_ at: Int, _ reader: inout JPEGBitReader, _ table: JPEGHuffmanTable) -> Bool {
+            if endOfBands > 0 {
+                endOfBands -= 1
+                return true
+            }
+            var mask = nonzero[at]
+            let kept = at * 25
+            var k = lower
+            while k <= upper {
+                let entry = reader.decodeValue(table)
+                if entry != 0 {
+                    k += Int(entry >> 8 & 15)
+                    guard k <= upper else { return false }
+                    mask |= 1 << UInt64(k)
+                    let slot = slots[k]
+                    if slot >= 0 {
+                        coefficients[kept + slot] = Int16(truncatingIfNeeded: (entry >> 16) &<< Int32(shift))
                     }
                     k += 1
+                    continue
                 }
-                continue
-            }
-            // A refinement: corrections to the coefficients already nonzero, new ones of ±(1 << shift).
-            func correct(_ k: Int) {
-                guard reader.bits(1) != 0 else { return }
-                let slot = slots[k]
-                guard slot >= 0 else { return }
-                let value = Int32(coefficients[kept + slot])
-                if value & positive == 0 {
-                    coefficients[kept + slot] = Int16(
-                        truncatingIfNeeded: value + (value >= 0 ? positive : negative))
+                guard let symbol = reader.decode(table) else { return false }
+                let (run, size) = (Int(symbol >> 4), Int(symbol & 15))
+                if size != 0 {
+                    k += run
+                    guard k <= upper else { return false }
+                    let value = JPEGBitReader.extend(reader.bits(size), size) &<< Int32(shift)
+                    mask |= 1 << UInt64(k)
+                    let slot = slots[k]
+                    if slot >= 0 { coefficients[kept + slot] = Int16(truncatingIfNeeded: value) }
+                } else if run == 15 {
+                    k += 15
+                } else {
+                    endOfBands = (1 << run) - 1 + Int(reader.bits(run))
+                    break
                 }
+                k += 1
             }
+            nonzero[at] = mask
+            return true
+        }
+
+        /// A refinement's block `at` (T.81 G.1.2.3): a correction bit for each coefficient
+        /// already nonzero, and new ones of magnitude `1 << shift`, in libjpeg's order.
+        mutating func refine(_ at: Int, _ reader: inout JPEGBitReader, _ table: JPEGHuffmanTable) -> Bool {
+            var mask = nonzero[at]
+            let kept = at * 25
+            var k = lower
             if endOfBands == 0 {
-                while k <= band.upperBound {
+                while k <= upper {
                     guard let symbol = reader.decode(table) else { return false }
                     var run = Int(symbol >> 4)
                     let size = Int(symbol & 15)
@@ -400,34 +484,63 @@ struct JPEGEighthParser {
                         endOfBands = (1 << run) + Int(reader.bits(run))
                         break
                     }
-                    // Past `run` coefficients still zero (correcting the nonzero ones on the way).
-                    while k <= band.upperBound {
-                        if nonzero[at] & (1 << UInt64(k)) != 0 {
-                            correct(k)
-                        } else {
-                            if run == 0 { break }
-                            run -= 1
-                        }
-                        k += 1
+                    // The coefficient `run` zeros on (nonzero ones corrected on the way).
+                    let from = ~UInt64(0) << UInt64(k)
+                    var zeros = ~mask & bandMask & from
+                    while run > 0 && zeros != 0 {
+                        zeros &= zeros - 1
+                        run -= 1
                     }
+                    guard zeros != 0 else {
+                        // Fewer zeros than that: to the band's end, with nowhere to put a new value.
+                        correct(mask & bandMask & from, kept, &reader)
+                        guard newValue == 0 else { return false }
+                        k = upper + 1
+                        break
+                    }
+                    let place = zeros.trailingZeroBitCount
+                    correct(mask & from & ((1 << UInt64(place)) - 1), kept, &reader)
                     if newValue != 0 {
-                        guard k <= band.upperBound else { return false }
-                        nonzero[at] |= 1 << UInt64(k)
-                        let slot = slots[k]
+                        mask |= 1 << UInt64(place)
+                        let slot = slots[place]
                         if slot >= 0 { coefficients[kept + slot] = Int16(truncatingIfNeeded: newValue) }
                     }
-                    k += 1
+                    k = place + 1
                 }
             }
             if endOfBands > 0 {
                 // The rest of the band: only corrections.
-                while k <= band.upperBound {
-                    if nonzero[at] & (1 << UInt64(k)) != 0 { correct(k) }
-                    k += 1
-                }
+                if k <= upper { correct(mask & bandMask & (~UInt64(0) << UInt64(k)), kept, &reader) }
                 endOfBands -= 1
             }
+            nonzero[at] = mask
+            return true
         }
-        return true
+
+        /// A correction bit, in order, for each nonzero coefficient in `positions`: those
+        /// the block keeps gain `1 << shift` in magnitude when theirs is set; the bits of
+        /// the others are stepped over.
+        @inline(__always)
+        private func correct(_ positions: UInt64, _ kept: Int, _ reader: inout JPEGBitReader) {
+            var rest = positions
+            while rest != 0 {
+                let keptRest = rest & keptMask
+                guard keptRest != 0 else {
+                    reader.skip(rest.nonzeroBitCount)
+                    return
+                }
+                let place = keptRest.trailingZeroBitCount
+                let before = rest & ((1 << UInt64(place)) - 1)
+                if before != 0 { reader.skip(before.nonzeroBitCount) }
+                rest &= ~before
+                rest &= rest - 1
+                guard reader.bits(1) != 0 else { continue }
+                let index = kept + slots[place]
+                let value = Int32(coefficients[index])
+                if value & positive == 0 {
+                    coefficients[index] = Int16(truncatingIfNeeded: value + (value >= 0 ? positive : negative))
+                }
+            }
+        }
     }
 }

@@ -6,6 +6,10 @@ struct JPEGHuffmanTable {
     private(set) var maxCode = [Int32](repeating: -1, count: 18)
     private(set) var valueOffset = [Int32](repeating: 0, count: 18)
     private(set) var values: [UInt8] = []
+    /// For each 9-bit prefix that holds a whole code of nonzero size and its extra bits:
+    /// the value those bits make (T.81's EXTEND, high 16 bits), the run (bits 8 to 11)
+    /// and the bits taken (low byte); 0 when the prefix holds less.
+    private(set) var fastValue = [Int32](repeating: 0, count: 1 << 9)
 
     /// The table from a DHT segment's 16 counts and its symbols; `nil` when the counts
     /// describe more codes than their lengths hold (libjpeg's "bad Huffman table").
@@ -32,8 +36,14 @@ struct JPEGHuffmanTable {
             for _ in 0..<Int(counts[length - 1]) {
                 let shift = 9 - length
                 let first = next << shift
+                let value = values[symbol]
+                let (run, size) = (Int32(value >> 4), Int(value & 15))
                 for prefix in first..<(first + (1 << shift)) {
-                    fast[prefix] = UInt16(length << 8) | UInt16(values[symbol])
+                    fast[prefix] = UInt16(length << 8) | UInt16(value)
+                    guard size != 0, length + size <= 9 else { continue }
+                    let extra = Int32((prefix >> (9 - length - size)) & ((1 << size) - 1))
+                    let extended = JPEGBitReader.extend(extra, size)
+                    fastValue[prefix] = extended << 16 | run << 8 | Int32(length + size)
                 }
                 next += 1
                 symbol += 1
