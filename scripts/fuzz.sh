@@ -2,7 +2,7 @@
 # Runs one libFuzzer target for SECONDS (default 60), built with the toolchain's
 # -sanitize=fuzzer,address in its own folder (.build-fuzz), seeded from Fixtures.
 #   bash scripts/fuzz.sh TARGET [SECONDS] [extra libFuzzer flags...]
-# TARGET: png jpeg jpeg-eighth gif tiff webp bmp heif avif jxl ico svg cache-policy http-date disk-entry sniff processing-url metadata zlib
+# TARGET: png jpeg jpeg-eighth jpeg-strips gif tiff webp bmp heif avif jxl ico svg cache-policy http-date disk-entry sniff processing-url metadata zlib
 # (or "all").
 # Crashes, leaks and timeouts land in .build-fuzz/findings/TARGET/; turn each into a
 # file in Fixtures/hostile/ with a test. The corpus grows in .build-fuzz/corpus/TARGET.
@@ -12,7 +12,7 @@ target="${1:?usage: fuzz.sh TARGET [SECONDS]}"
 seconds="${2:-60}"
 shift $(($# < 2 ? $# : 2))
 
-targets=(png jpeg jpeg-eighth gif tiff webp bmp heif avif jxl ico svg cache-policy http-date disk-entry sniff processing-url metadata zlib object-storage)
+targets=(png jpeg jpeg-eighth jpeg-strips gif tiff webp bmp heif avif jxl ico svg cache-policy http-date disk-entry sniff processing-url metadata zlib object-storage)
 if [[ "$target" == all ]]; then
   for t in "${targets[@]}"; do bash "$0" "$t" "$seconds" "$@"; done
   exit 0
@@ -31,6 +31,7 @@ case "$target" in
   png) seed Fixtures/images/png-* Fixtures/hostile/*.png ;;
   jpeg) seed Fixtures/images/jpeg-* Fixtures/hostile/*.jpg ;;
   jpeg-eighth) seed Fixtures/progressive/*.jpg Fixtures/images/jpeg-progressive.jpg ;;
+  jpeg-strips) seed Fixtures/restart/rst-* ;;
   gif) seed Fixtures/images/gif-* Fixtures/hostile/*.gif ;;
   tiff) seed Fixtures/images/tiff-* Fixtures/hostile/*.tif ;;
   webp) seed Fixtures/images/webp-* Fixtures/hostile/*.webp ;;

@@ -9,6 +9,7 @@ nonisolated let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "png": { fuzzDecoder(.png, $0) },
     "jpeg": { fuzzDecoder(.jpeg, $0) },
     "jpeg-eighth": fuzzJPEGEighth,
+    "jpeg-strips": fuzzJPEGStrips,
     "gif": { fuzzDecoder(.gif, $0) },
     "tiff": { fuzzDecoder(.tiff, $0) },
     "webp": { fuzzDecoder(.webp, $0) },

@@ -305,6 +305,42 @@ func fuzzJPEGEighth(_ bytes: [UInt8]) {
     _ = try? ImageDecoder().thumbnail(.bytes(bytes), limits: fuzzLimits, options: ThumbnailOptions(maxPixelSize: 4))
 }
 
+/// A baseline JPEG with restart markers in strips (``JPEGStrips``): the marker walk,
+/// the intervals found, each strip's JPEG put together and decoded on 3 threads at a
+/// scale the input picks; whenever the strips decode, their rows must be libjpeg's one
+/// whole decode's exactly.
+func fuzzJPEGStrips(_ bytes: [UInt8]) {
+    let scale = [1, 2, 4, 8][Int(bytes.last ?? 0) & 3]
+    func decode(strips: Bool) -> [UInt8]? {
+        try? bytes.withUnsafeBytes { memory in
+            try ByteReader.withMemory(memory, limits: fuzzLimits) { reader in
+                let session = try JPEGReadSession(reader, limits: fuzzLimits)
+                try session.readHeader()
+                try fuzzLimits.check(width: session.imageWidth, height: session.imageHeight, format: .jpeg)
+                let plan = strips ? JPEGStrips.plan(memory, session: session, minimumPixels: 0) : nil
+                if strips && plan == nil { return nil }
+                try session.start(scaleDenominator: scale)
+                let (width, height) = (session.outputWidth, session.outputHeight)
+                var pixels = [UInt8](repeating: 0, count: width * height * 4)
+                let done = try pixels.withUnsafeMutableBufferPointer { buffer in
+                    let target = ImageBufferTarget(buffer.baseAddress!, bytesPerRow: width * 4)
+                    if let plan {
+                        return plan.decode(
+                            scale: scale, width: width, height: height, into: target, cores: 3, limits: fuzzLimits)
+                    }
+                    // Its warnings (damaged data decoded around) are the decoder's business.
+                    try session.readRows(into: target, allowsTruncatedData: false)
+                    return true
+                }
+                return done ? pixels : nil
+            }
+        }
+    }
+    guard let strips = decode(strips: true) else { return }
+    guard let whole = decode(strips: false) else { fatalError("the strips decode what the whole decode refuses") }
+    if strips != whole { fatalError("the strips' rows differ from the whole decode's") }
+}
+
 /// keeps must read again, and sanitising what it kept must change nothing.
 func fuzzSVGSanitizer(_ bytes: [UInt8]) {
     var limits = SVGLimits()

@@ -2,7 +2,7 @@
 // process, for Benchmarks/inprocess_compare.py.
 //
 //     thumbnail-throughput --list FILES.txt --size 256 --format jpg --quality 85 --jobs 2 [--warmup N]
-//         [--height H --fit fill]
+//         [--height H --fit fill] [--cores-per-job C]
 //
 // `--size` alone fits the image into a square of that many pixels; with `--height` it
 // is the width of the box, and `--fit fill` fills the box and crops the centre.
@@ -10,7 +10,8 @@
 // N of them (all by default: page cache, first-touch of the allocator), then one timed
 // pass: `--jobs` threads take the next file from a shared counter, and each file is
 // read, decoded with shrink-on-load, resampled and encoded in memory, on one core
-// (`ResizeParallelism.withCores(1)`, as a loader's worker beside others); nothing is
+// (`ResizeParallelism.withCores(1)`, as a loader's worker beside others; `--cores-per-job`
+// gives each job more, as the loader gives a job that runs alone every core); nothing is
 // written. Prints one JSON line: {"seconds": S, "images": N, "bytes": B}.
 import Dispatch
 import Foundation
@@ -23,6 +24,7 @@ struct Arguments {
     var format = "jpg"
     var quality = 85
     var jobs = 1
+    var coresPerJob = 1
     var warmup = Int.max
     var height: Int?
     var fit = ThumbnailOptions.Fit.fit
@@ -37,6 +39,7 @@ struct Arguments {
             case "--format": format = value
             case "--quality": quality = try Arguments.number(name, value)
             case "--jobs": jobs = try Arguments.number(name, value)
+            case "--cores-per-job": coresPerJob = try Arguments.number(name, value)
             case "--warmup": warmup = try Arguments.number(name, value)
             case "--height": height = try Arguments.number(name, value)
             case "--fit":
@@ -60,7 +63,7 @@ struct Failure: Error, CustomStringConvertible {
 }
 
 /// Makes every thumbnail of `paths` on `jobs` threads; the total of the encoded sizes.
-func pass(_ paths: [String], options: ThumbnailOptions, jobs: Int) throws -> Int {
+func pass(_ paths: [String], options: ThumbnailOptions, jobs: Int, coresPerJob: Int) throws -> Int {
     let next = Atomic<Int>(0)
     let bytes = Atomic<Int>(0)
     let failure = Mutex<String?>(nil)
@@ -69,8 +72,9 @@ func pass(_ paths: [String], options: ThumbnailOptions, jobs: Int) throws -> Int
             let index = next.add(1, ordering: .relaxed).oldValue
             guard index < paths.count else { return }
             do {
-                // One core a job, as a loader's worker beside others has (no HEIF tile threads).
-                let encoded = try ResizeParallelism.withCores(1) {
+                // One core a job by default, as a loader's worker beside others has (no HEIF
+                // tile threads, no JPEG strips).
+                let encoded = try ResizeParallelism.withCores(coresPerJob) {
                     try ImageDecoder().encodedThumbnail(.file(path: paths[index]), options: options)
                 }
                 bytes.add(encoded.bytes.count, ordering: .relaxed)
@@ -98,9 +102,11 @@ do {
             ThumbnailOptions(maxPixelSize: arguments.size, fit: arguments.fit)
         }
     options.outputFormat = format
-    _ = try pass(Array(paths.prefix(arguments.warmup)), options: options, jobs: arguments.jobs)
+    _ = try pass(
+        Array(paths.prefix(arguments.warmup)), options: options, jobs: arguments.jobs,
+        coresPerJob: arguments.coresPerJob)
     let start = ContinuousClock.now
-    let bytes = try pass(paths, options: options, jobs: arguments.jobs)
+    let bytes = try pass(paths, options: options, jobs: arguments.jobs, coresPerJob: arguments.coresPerJob)
     let elapsed = ContinuousClock.now - start
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
     print("{\"seconds\": \(seconds), \"images\": \(paths.count), \"bytes\": \(bytes)}")

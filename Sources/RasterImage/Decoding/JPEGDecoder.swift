@@ -55,7 +55,10 @@ enum JPEGDecoder: FormatDecoder {
             if let eighth {
                 eighth.image.writeRows(into: target, colorSpace: eighth.colorSpace)
             } else {
-                try session.readRows(into: target, allowsTruncatedData: options.allowsTruncatedData)
+                let inStrips =
+                    try !options.allowsTruncatedData
+                    && strips(reader, session: session, scale: denominator, into: target, limits: options.limits)
+                if !inStrips { try session.readRows(into: target, allowsTruncatedData: options.allowsTruncatedData) }
             }
         }
         return RasterImage(
@@ -66,6 +69,24 @@ enum JPEGDecoder: FormatDecoder {
 }
 
 extension JPEGDecoder {
+    /// Decodes a large baseline file with restart markers in strips on the cores
+    /// ``ResizeParallelism`` allows (``JPEGStrips``), at 1/`scale`, into `target`;
+    /// `false`, for `session` (started at that scale, no rows read) to decode it whole,
+    /// when the file does not take that path or only one core may be used.
+    static func strips(
+        _ reader: ByteReader, session: JPEGReadSession, scale: Int, into target: any RowTarget,
+        limits: DecodingLimits
+    ) throws -> Bool {
+        let cores = ResizeParallelism.cores
+        guard cores > 1, session.stripLayout != nil else { return false }
+        return try reader.withContiguousBytes { bytes in
+            guard let strips = JPEGStrips.plan(bytes, session: session) else { return false }
+            return strips.decode(
+                scale: scale, width: session.outputWidth, height: session.outputHeight, into: target, cores: cores,
+                limits: limits)
+        }
+    }
+
     /// A progressive file's 1/8 image from only the scans that size needs
     /// (``JPEGEighthImage``), with how its components make colour; `nil` when that path
     /// does not read the file, which libjpeg then decodes as it always did.
@@ -147,6 +168,27 @@ final class JPEGReadSession {
         default: return nil
         }
     }
+
+    /// A file of one sequential Huffman-coded scan of every component (8-bit, not CMYK)
+    /// with restart markers: its MCUs across and down, an MCU's height in pixels, and
+    /// the MCUs in a restart interval (``JPEGStrips``); `nil` for any other file.
+    var stripLayout: (mcusWide: Int, mcusHigh: Int, mcuHeight: Int, interval: Int)? {
+        let cinfo = state.pointee.cinfo
+        guard cinfo.progressive_mode == 0, cinfo.arith_code == 0, cinfo.data_precision == 8, !isCMYK,
+            cinfo.restart_interval > 0, cinfo.num_components >= 1, cinfo.comps_in_scan == cinfo.num_components,
+            imageWidth > 0, imageHeight > 0
+        else { return nil }
+        let interval = Int(cinfo.restart_interval)
+        guard cinfo.comps_in_scan > 1 else { return ((imageWidth + 7) / 8, (imageHeight + 7) / 8, 8, interval) }
+        let (mcuWidth, mcuHeight) = (8 * Int(cinfo.max_h_samp_factor), 8 * Int(cinfo.max_v_samp_factor))
+        guard mcuWidth > 0, mcuHeight > 0 else { return nil }
+        return (
+            (imageWidth + mcuWidth - 1) / mcuWidth, (imageHeight + mcuHeight - 1) / mcuHeight, mcuHeight, interval
+        )
+    }
+
+    /// The warnings libjpeg gave (damaged data it decoded around, for one).
+    var warnings: Int { Int(state.pointee.warnings) }
 
     /// The libjpeg colour space of the file.
     var isCMYK: Bool {

@@ -87,7 +87,8 @@ final class ConcurrentResults<Value>: @unchecked Sendable {
 }
 
 /// How many cores one resize (or one HEIF grid's tiles, which libheif decodes on as
-/// many threads) may spread across. A caller that already runs many at once on its own
+/// many threads, or one large baseline JPEG's strips between restart markers) may
+/// spread across. A caller that already runs many at once on its own
 /// threads (the loader's worker pool) gives each its share, so the pool does not
 /// oversubscribe the machine; the loader gives a job that starts alone every core.
 ///

@@ -137,10 +137,14 @@ extension JPEGDecoder {
         let resizer = StreamingResizer(
             window: geometry.window(inputWidth: inputWidth, inputHeight: inputHeight),
             kernel: options.kernel, channels: .independent, linearLight: options.linearLight && !keepsCMYK)
+        let target = ResizingTarget(resizer: resizer)
         if let eighth {
-            eighth.image.writeRows(into: ResizingTarget(resizer: resizer), colorSpace: eighth.colorSpace)
+            eighth.image.writeRows(into: target, colorSpace: eighth.colorSpace)
         } else {
-            try session.readRows(into: ResizingTarget(resizer: resizer), allowsTruncatedData: false)
+            let inStrips =
+                try !keepsCMYK
+                && strips(reader, session: session, scale: denominator, into: target, limits: request.limits)
+            if !inStrips { try session.readRows(into: target, allowsTruncatedData: false) }
         }
         let image = RasterImage(
             validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight,
