@@ -136,7 +136,8 @@ struct JPEGStrips: @unchecked Sendable {
     /// Decodes the file at 1/`scale` into `target` in up to `cores` strips; `false`, with
     /// nothing written to a target that is not the whole image's buffer, when a strip
     /// fails or warns, or when the strips' rows would need more memory than `limits`
-    /// allows, for the caller's whole decode to take over. `width` and `height` are the
+    /// allows or be the full-size image streamed into a resize, for the caller's whole
+    /// decode to take over. `width` and `height` are the
     /// whole decode's output size.
     func decode(
         scale: Int, width: Int, height: Int, into target: any RowTarget, cores: Int, limits: DecodingLimits
@@ -148,6 +149,9 @@ struct JPEGStrips: @unchecked Sendable {
         let whole = target as? ImageBufferTarget
         var buffer: UnsafeMutablePointer<UInt8>?
         if whole == nil {
+            // Rows streamed into a resize are never held at full size (nor would the
+            // strips gain there: the resize of all the rows is left after them).
+            guard scale > 1 else { return false }
             guard let size = Checked.multiply(bytesPerRow, height), size <= limits.maxWorkingBytes else { return false }
             buffer = .allocate(capacity: size)
         }
