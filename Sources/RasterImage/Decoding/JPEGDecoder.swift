@@ -78,7 +78,9 @@ extension JPEGDecoder {
         limits: DecodingLimits
     ) throws -> Bool {
         let cores = ResizeParallelism.cores
-        guard cores > 1, session.stripLayout != nil else { return false }
+        guard cores > 1, session.stripLayout != nil, JPEGStrips.mayDecode(scale: scale, into: target) else {
+            return false
+        }
         return try reader.withContiguousBytes { bytes in
             guard let strips = JPEGStrips.plan(bytes, session: session) else { return false }
             return strips.decode(

@@ -133,6 +133,13 @@ struct JPEGStrips: @unchecked Sendable {
         return (starts, ends)
     }
 
+    /// Whether strips may decode into `target` at 1/`scale`: into a whole image's buffer,
+    /// or reduced in the DCT. Rows streamed into a resize are never held at full size
+    /// (nor would the strips gain there: the resize of every row would wait for them).
+    static func mayDecode(scale: Int, into target: any RowTarget) -> Bool {
+        scale > 1 || target is ImageBufferTarget
+    }
+
     /// Decodes the file at 1/`scale` into `target` in up to `cores` strips; `false`, with
     /// nothing written to a target that is not the whole image's buffer, when a strip
     /// fails or warns, or when the strips' rows would need more memory than `limits`
@@ -146,12 +153,10 @@ struct JPEGStrips: @unchecked Sendable {
         guard strips > 1 else { return false }
         let bytesPerRow = width * 4
         // Straight into a whole image's rows; otherwise into one buffer, then in order.
+        guard JPEGStrips.mayDecode(scale: scale, into: target) else { return false }
         let whole = target as? ImageBufferTarget
         var buffer: UnsafeMutablePointer<UInt8>?
         if whole == nil {
-            // Rows streamed into a resize are never held at full size (nor would the
-            // strips gain there: the resize of all the rows is left after them).
-            guard scale > 1 else { return false }
             guard let size = Checked.multiply(bytesPerRow, height), size <= limits.maxWorkingBytes else { return false }
             buffer = .allocate(capacity: size)
         }
