@@ -473,16 +473,26 @@ private enum AC {
             var k = lower
             if endOfBands == 0 {
                 while k <= upper {
-                    guard let symbol = reader.decode(table) else { return false }
-                    var run = Int(symbol >> 4)
-                    let size = Int(symbol & 15)
+                    var run: Int
                     var newValue: Int32 = 0
-                    if size != 0 {
-                        guard size == 1 else { return false }
-                        newValue = reader.bits(1) != 0 ? positive : negative
-                    } else if run != 15 {
-                        endOfBands = (1 << run) + Int(reader.bits(run))
-                        break
+                    let entry = reader.decodeValue(table)
+                    if entry != 0 {
+                        // A symbol of size 1 and its sign bit at once (a larger size has
+                        // a value of magnitude 2 or more, which a refinement cannot have).
+                        guard (entry >> 16).magnitude == 1 else { return false }
+                        run = Int(entry >> 8 & 15)
+                        newValue = entry > 0 ? positive : negative
+                    } else {
+                        guard let symbol = reader.decode(table) else { return false }
+                        run = Int(symbol >> 4)
+                        let size = Int(symbol & 15)
+                        if size != 0 {
+                            guard size == 1 else { return false }
+                            newValue = reader.bits(1) != 0 ? positive : negative
+                        } else if run != 15 {
+                            endOfBands = (1 << run) + Int(reader.bits(run))
+                            break
+                        }
                     }
                     // The coefficient `run` zeros on (nonzero ones corrected on the way).
                     let from = ~UInt64(0) << UInt64(k)
@@ -493,13 +503,15 @@ private enum AC {
                     }
                     guard zeros != 0 else {
                         // Fewer zeros than that: to the band's end, with nowhere to put a new value.
-                        correct(mask & bandMask & from, kept, &reader)
+                        let positions = mask & bandMask & from
+                        if positions != 0 { correct(positions, kept, &reader) }
                         guard newValue == 0 else { return false }
                         k = upper + 1
                         break
                     }
                     let place = zeros.trailingZeroBitCount
-                    correct(mask & from & ((1 << UInt64(place)) - 1), kept, &reader)
+                    let positions = mask & from & ((1 << UInt64(place)) - 1)
+                    if positions != 0 { correct(positions, kept, &reader) }
                     if newValue != 0 {
                         mask |= 1 << UInt64(place)
                         let slot = slots[place]
@@ -510,7 +522,8 @@ private enum AC {
             }
             if endOfBands > 0 {
                 // The rest of the band: only corrections.
-                if k <= upper { correct(mask & bandMask & (~UInt64(0) << UInt64(k)), kept, &reader) }
+                let positions = k <= upper ? mask & bandMask & (~UInt64(0) << UInt64(k)) : 0
+                if positions != 0 { correct(positions, kept, &reader) }
                 endOfBands -= 1
             }
             nonzero[at] = mask
