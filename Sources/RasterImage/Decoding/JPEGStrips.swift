@@ -45,6 +45,9 @@ struct JPEGStrips: @unchecked Sendable {
     /// libjpeg's tables, a thread) is worth it only beyond this.
     static let minimumPixels = 1 << 20
 
+    /// Files of more restart intervals than this are decoded whole.
+    static let maxIntervals = 1 << 20
+
     /// The file's strips, or `nil` when it does not take this path (see ``JPEGStrips``).
     /// `session` has read the header of the same bytes.
     static func plan(
@@ -61,8 +64,10 @@ struct JPEGStrips: @unchecked Sendable {
         // Rows at which an interval starts come every `lcm(interval, mcusWide) / mcusWide` rows.
         let step = layout.interval / gcd(layout.interval, mcusWide)
         guard step <= mcusHigh / 4 else { return nil }
+        // The index of intervals holds 16 bytes each: at most a million (16 MiB).
         let intervals = (total + layout.interval - 1) / layout.interval
-        guard let (starts, ends) = intervalData(base, from: dataStart, count: bytes.count, expected: intervals)
+        guard intervals <= maxIntervals,
+            let (starts, ends) = intervalData(base, from: dataStart, count: bytes.count, expected: intervals)
         else { return nil }
         return JPEGStrips(
             bytes: bytes, heightField: heightField, dataStart: dataStart, starts: starts, ends: ends,
