@@ -325,8 +325,9 @@ func fuzzJPEGStrips(_ bytes: [UInt8]) {
                 let done = try pixels.withUnsafeMutableBufferPointer { buffer in
                     let target = ImageBufferTarget(buffer.baseAddress!, bytesPerRow: width * 4)
                     if let plan {
-                        return plan.decode(
+                        let given = plan.decode(
                             scale: scale, width: width, height: height, into: target, cores: 3, limits: fuzzLimits)
+                        return given == height
                     }
                     // Its warnings (damaged data decoded around) are the decoder's business.
                     try session.readRows(into: target, allowsTruncatedData: false)

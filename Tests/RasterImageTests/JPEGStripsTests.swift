@@ -37,9 +37,10 @@ struct JPEGStripsTests {
                         return true
                     }
                     guard let plan else { return false }
-                    return plan.decode(
+                    let given = plan.decode(
                         scale: scale, width: width, height: height, into: target, cores: cores,
                         limits: DecodingLimits())
+                    return given == height
                 }
                 return done ? pixels : nil
             }
@@ -80,6 +81,40 @@ struct JPEGStripsTests {
         let marker = try #require(Self.restartMarkers(bytes).dropFirst(5).first)
         renumbered[marker + 1] = 0xD0 + (renumbered[marker + 1] - 0xD0 + 1) % 8
         #expect(try Self.decode(renumbered, scale: 1, strips: 2) == nil)
+    }
+
+    /// The rows the strips hand to a target that takes them in order, and the output's height.
+    static func rowsGiven(_ bytes: [UInt8], scale: Int, cores: Int) throws -> (Int, Int) {
+        try bytes.withUnsafeBytes { memory in
+            try ByteReader.withMemory(memory, limits: DecodingLimits()) { reader in
+                let session = try JPEGReadSession(reader, limits: DecodingLimits())
+                try session.readHeader()
+                let plan = try #require(JPEGStrips.plan(memory, session: session, minimumPixels: 0))
+                try session.start(scaleDenominator: scale)
+                let (width, height) = (session.outputWidth, session.outputHeight)
+                var pixels = [UInt8](repeating: 0, count: width * height * 4)
+                let given = pixels.withUnsafeMutableBufferPointer { buffer in
+                    let target = CopyingTarget(
+                        ImageBufferTarget(buffer.baseAddress!, bytesPerRow: width * 4), maxRows: 5)
+                    return plan.decode(
+                        scale: scale, width: width, height: height, into: target, cores: cores,
+                        limits: DecodingLimits())
+                }
+                return (given, height)
+            }
+        }
+    }
+
+    /// The same image, or failures for the same reason.
+    static func expectSame(
+        _ one: Result<RasterImage, any Error>, _ other: Result<RasterImage, any Error>, _ what: String
+    ) {
+        switch (one, other) {
+        case (.success(let first), .success(let second)): #expect(second == first, "\(what)")
+        case (.failure(let first as ImageDecodingError), .failure(let second as ImageDecodingError)):
+            #expect(second.reason == first.reason, "\(what)")
+        default: Issue.record("\(what): \(one) against \(other)")
+        }
     }
 
     /// Where each restart marker (its 0xFF) is in the scan's data.
@@ -125,11 +160,21 @@ struct JPEGStripsTests {
             for offset in 4..<40 { damaged[markers[interval] + offset] = UInt8(truncatingIfNeeded: offset &* 37) }
             let alone = Result { try ResizeParallelism.withCores(1) { try decoder.decode(.bytes(damaged)) } }
             let spread = Result { try ResizeParallelism.withCores(4) { try decoder.decode(.bytes(damaged)) } }
-            switch (alone, spread) {
-            case (.success(let one), .success(let four)): #expect(four == one)
-            case (.failure(let one as ImageDecodingError), .failure(let four as ImageDecodingError)):
-                #expect(four.reason == one.reason)
-            default: Issue.record("interval \(interval): \(alone) against \(spread)")
+            Self.expectSame(alone, spread, "decode, interval \(interval)")
+            // A thumbnail takes the strips before the damaged one, then the whole decode
+            // from there on: the rows are handed over once each, in order.
+            let options = ThumbnailOptions(maxPixelSize: 64)
+            let small = Result {
+                try ResizeParallelism.withCores(1) { try decoder.thumbnail(.bytes(damaged), options: options) }
+            }
+            let smallSpread = Result {
+                try ResizeParallelism.withCores(4) { try decoder.thumbnail(.bytes(damaged), options: options) }
+            }
+            Self.expectSame(small, smallSpread, "thumbnail, interval \(interval)")
+            // Damage in the last strip: the ones before it were handed over.
+            if interval > markers.count / 2 {
+                let (given, height) = try Self.rowsGiven(damaged, scale: 8, cores: 4)
+                #expect(given > 0 && given < height, "\(given) of \(height) rows")
             }
         }
     }

@@ -55,10 +55,12 @@ enum JPEGDecoder: FormatDecoder {
             if let eighth {
                 eighth.image.writeRows(into: target, colorSpace: eighth.colorSpace)
             } else {
-                let inStrips =
-                    try !options.allowsTruncatedData
-                    && strips(reader, session: session, scale: denominator, into: target, limits: options.limits)
-                if !inStrips { try session.readRows(into: target, allowsTruncatedData: options.allowsTruncatedData) }
+                let given =
+                    options.allowsTruncatedData
+                    ? 0 : try strips(reader, session: session, scale: denominator, into: target, limits: options.limits)
+                if given < height {
+                    try session.readRows(into: target, allowsTruncatedData: options.allowsTruncatedData, from: given)
+                }
             }
         }
         return RasterImage(
@@ -70,19 +72,20 @@ enum JPEGDecoder: FormatDecoder {
 
 extension JPEGDecoder {
     /// Decodes a large baseline file with restart markers in strips on the cores
-    /// ``ResizeParallelism`` allows (``JPEGStrips``), at 1/`scale`, into `target`;
-    /// `false`, for `session` (started at that scale, no rows read) to decode it whole,
-    /// when the file does not take that path or only one core may be used.
+    /// ``ResizeParallelism`` allows (``JPEGStrips``), at 1/`scale`, into `target`.
+    /// Returns the rows given to `target` (from the first): all of them, or fewer, for
+    /// `session` (started at that scale, no rows read) to decode the rest, when the file
+    /// does not take that path, only one core may be used or a strip fails.
     static func strips(
         _ reader: ByteReader, session: JPEGReadSession, scale: Int, into target: any RowTarget,
         limits: DecodingLimits
-    ) throws -> Bool {
+    ) throws -> Int {
         let cores = ResizeParallelism.cores
         guard cores > 1, session.stripLayout != nil, JPEGStrips.mayDecode(scale: scale, into: target) else {
-            return false
+            return 0
         }
         return try reader.withContiguousBytes { bytes in
-            guard let strips = JPEGStrips.plan(bytes, session: session) else { return false }
+            guard let strips = JPEGStrips.plan(bytes, session: session) else { return 0 }
             return strips.decode(
                 scale: scale, width: session.outputWidth, height: session.outputHeight, into: target, cores: cores,
                 limits: limits)
@@ -285,10 +288,18 @@ final class JPEGReadSession {
         return done
     }
 
-    /// Reads the whole output into `target`. Data that ends early is an error unless
-    /// allowed (libjpeg then makes up flat colour for the rest).
-    func readRows(into target: RowTarget, allowsTruncatedData: Bool) throws {
-        var y = 0
+    /// Reads the whole output into `target`, from row `first` on (the rows before it
+    /// read and dropped: `target` has them already). Data that ends early is an error
+    /// unless allowed (libjpeg then makes up flat colour for the rest).
+    func readRows(into target: RowTarget, allowsTruncatedData: Bool, from first: Int = 0) throws {
+        if first > 0 {
+            let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: outputWidth * 4)
+            defer { scratch.deallocate() }
+            for _ in 0..<min(first, outputHeight) {
+                guard try readRows(scratch, count: 1, bytesPerRow: outputWidth * 4) == 1 else { break }
+            }
+        }
+        var y = Int(state.pointee.cinfo.output_scanline)
         while y < outputHeight {
             let count = min(16, target.maxRows, outputHeight - y)
             let got = try readRows(target.rows(y, count: count), count: count, bytesPerRow: target.bytesPerRow)

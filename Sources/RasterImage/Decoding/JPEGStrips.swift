@@ -16,9 +16,9 @@ import ImageLoaderSupport
 /// across a strip's edge, and drops them. Only files this fully describes take this
 /// path: one Huffman-coded sequential scan of every component, 8-bit, not CMYK, the
 /// scan's intervals all present (the markers numbered in turn and as many as the frame
-/// needs), no more than one boundary every few rows. Anything else, and any strip whose
-/// decode fails or warns (damaged data), leaves the file to the one whole decode, which
-/// reports it as it always did.
+/// needs), no more than one boundary every few rows. Anything else is left to the one
+/// whole decode, and so is everything from a strip whose decode fails or warns (damaged
+/// data) on: the whole decode carries on from there and reports it as it always did.
 struct JPEGStrips: @unchecked Sendable {
     // Safe to share between the strips' threads: every property is a constant, the
     // bytes behind `bytes` are only read, and they outlive the threads (decode(...)
@@ -145,59 +145,127 @@ struct JPEGStrips: @unchecked Sendable {
         scale > 1 || target is ImageBufferTarget
     }
 
-    /// Decodes the file at 1/`scale` into `target` in up to `cores` strips; `false`, with
-    /// nothing written to a target that is not the whole image's buffer, when a strip
-    /// fails or warns, or when the strips' rows would need more memory than `limits`
-    /// allows or be the full-size image streamed into a resize, for the caller's whole
-    /// decode to take over. `width` and `height` are the
-    /// whole decode's output size.
+    /// Decodes the file at 1/`scale` into `target` in strips on up to `cores` threads
+    /// (`width` and `height`: the whole decode's output size). Returns how many rows,
+    /// from the first, `target` has been given: all of them, or those of the strips
+    /// before one that failed or warned (none into a whole image's buffer), for the
+    /// caller's whole decode to carry on from there. None either when the rows waiting
+    /// for their turn could need more memory than `limits` allows.
+    ///
+    /// Into a whole image's buffer the strips write their own rows at once. Into a target
+    /// that takes rows in order (a resize), each strip is decoded into a buffer of its
+    /// own, and they are handed over in order once all are done, on the caller's thread.
+    /// (Handing each over as soon as it is next in turn, from the thread that finished
+    /// it, measured slower for large outputs: the resize then ran on a worker thread of
+    /// the strips, on one core.)
     func decode(
         scale: Int, width: Int, height: Int, into target: any RowTarget, cores: Int, limits: DecodingLimits
-    ) -> Bool {
-        let strips = min(cores, mcusHigh / step)
-        guard strips > 1 else { return false }
+    ) -> Int {
+        guard JPEGStrips.mayDecode(scale: scale, into: target) else { return 0 }
         let bytesPerRow = width * 4
-        // Straight into a whole image's rows; otherwise into one buffer, then in order.
-        guard JPEGStrips.mayDecode(scale: scale, into: target) else { return false }
-        let whole = target as? ImageBufferTarget
-        var buffer: UnsafeMutablePointer<UInt8>?
-        if whole == nil {
-            guard let size = Checked.multiply(bytesPerRow, height), size <= limits.maxWorkingBytes else { return false }
-            buffer = .allocate(capacity: size)
+        if let whole = target as? ImageBufferTarget {
+            let strips = min(cores, mcusHigh / step)
+            guard strips > 1 else { return 0 }
+            let results = ConcurrentResults<Bool>(count: strips)
+            let plan = self
+            let base = Destination(base: whole.base, bytesPerRow: whole.bytesPerRow)
+            DispatchQueue.concurrentPerform(iterations: strips) { index in
+                let rows = plan.stripRows(index, of: strips)
+                let own = plan.outputRows(rows, scale: scale, height: height)
+                let destination = Destination(
+                    base: base.base + own.lowerBound * base.bytesPerRow, bytesPerRow: base.bytesPerRow)
+                results.set(
+                    index,
+                    plan.decodeStrip(
+                        rows: rows, own: own, scale: scale, width: width, into: destination, limits: limits))
+            }
+            guard results.values.count == strips, results.values.allSatisfy({ $0 }) else { return 0 }
+            target.commit(0, count: height)
+            return height
         }
-        defer { buffer?.deallocate() }
-        let destination = Destination(
-            base: whole.map { $0.base } ?? buffer!, bytesPerRow: whole?.bytesPerRow ?? bytesPerRow)
-        let results = ConcurrentResults<Bool>(count: strips)
+        let strips = min(cores, mcusHigh / step)
+        guard strips > 1, let size = Checked.multiply(bytesPerRow, height), size <= limits.maxWorkingBytes else {
+            return 0
+        }
+        let handover = Handover(strips: strips)
         let plan = self
         DispatchQueue.concurrentPerform(iterations: strips) { index in
-            // Boundaries at whole steps, the strips as even as they can be.
-            let first = index * (mcusHigh / step) / strips * step
-            let last = index == strips - 1 ? mcusHigh : (index + 1) * (mcusHigh / step) / strips * step
-            results.set(
-                index,
-                plan.decodeStrip(
-                    rows: first..<last, scale: scale, width: width, height: height, into: destination, limits: limits))
+            let rows = plan.stripRows(index, of: strips)
+            let own = plan.outputRows(rows, scale: scale, height: height)
+            let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: own.count * bytesPerRow)
+            let decoded = plan.decodeStrip(
+                rows: rows, own: own, scale: scale, width: width,
+                into: Destination(base: buffer, bytesPerRow: bytesPerRow), limits: limits)
+            handover.finished(index, rows: own, buffer: decoded ? buffer : nil)
+            if !decoded { buffer.deallocate() }
         }
-        guard results.values.count == strips, results.values.allSatisfy({ $0 }) else { return false }
-        if let buffer {
-            var y = 0
-            while y < height {
-                let count = min(16, target.maxRows, height - y)
-                target.rows(y, count: count).update(from: buffer + y * bytesPerRow, count: count * bytesPerRow)
-                target.commit(y, count: count)
-                y += count
-            }
-        } else {
-            target.commit(0, count: height)
-        }
-        return true
+        return handover.handOver(to: target)
     }
 
-    /// Where the strips' rows go: row `y` of the output at `base + y * bytesPerRow`.
+    /// MCU rows of strip `index` of `count`: boundaries at whole steps, the strips as even
+    /// as they can be.
+    private func stripRows(_ index: Int, of count: Int) -> Range<Int> {
+        let first = index * (mcusHigh / step) / count * step
+        let last = index == count - 1 ? mcusHigh : (index + 1) * (mcusHigh / step) / count * step
+        return first..<last
+    }
+
+    /// The output rows MCU rows `rows` make at 1/`scale` (the last strip's end: `height`).
+    private func outputRows(_ rows: Range<Int>, scale: Int, height: Int) -> Range<Int> {
+        (rows.lowerBound * mcuHeight / scale)..<(rows.upperBound == mcusHigh
+            ? height : rows.upperBound * mcuHeight / scale)
+    }
+
+    /// The strips' rows for a target that takes them in order: each strip's, once decoded
+    /// on whichever thread, then all of them handed over in order by the caller's thread
+    /// (where its resize may spread over the cores itself), up to a strip that failed.
+    private final class Handover: @unchecked Sendable {
+        // Safe to share: `done` is read and written only under `lock`.
+        private let lock = Lock(())
+        /// Each strip's output rows and its buffer of them, once decoded (`nil`: failed).
+        private var done: [(rows: Range<Int>, buffer: UnsafeMutablePointer<UInt8>?)?]
+
+        init(strips: Int) {
+            done = Array(repeating: nil, count: strips)
+        }
+
+        deinit {
+            for case (_, let buffer?)? in done { buffer.deallocate() }
+        }
+
+        /// Strip `index` is done: its output `rows` in `buffer` (owned from here on), or
+        /// failed (`nil`).
+        func finished(_ index: Int, rows: Range<Int>, buffer: UnsafeMutablePointer<UInt8>?) {
+            lock.withLock { _ in done[index] = (rows, buffer) }
+        }
+
+        /// Hands every strip's rows to `target` in order, up to the first that failed;
+        /// the rows handed over.
+        func handOver(to target: any RowTarget) -> Int {
+            let strips = lock.withLock { _ in done }
+            var given = 0
+            for case (let rows, let buffer?)? in strips {
+                guard rows.lowerBound == given else { break }
+                let bytesPerRow = target.bytesPerRow
+                var y = rows.lowerBound
+                while y < rows.upperBound {
+                    let count = min(16, target.maxRows, rows.upperBound - y)
+                    target.rows(y, count: count).update(
+                        from: buffer + (y - rows.lowerBound) * bytesPerRow, count: count * bytesPerRow)
+                    target.commit(y, count: count)
+                    y += count
+                }
+                given = rows.upperBound
+            }
+            return given
+        }
+    }
+
+    /// Where a strip's own rows go, `bytesPerRow` apart from its first.
     private struct Destination: @unchecked Sendable {
-        // Safe to share: each strip writes only its own rows of the buffer, and the
-        // buffer is read only after DispatchQueue.concurrentPerform has returned.
+        // Safe to share: each strip writes only its own rows, and they are read only
+        // after it has finished (by the thread handing them over, or by the caller once
+        // DispatchQueue.concurrentPerform has returned).
         let base: UnsafeMutablePointer<UInt8>
         let bytesPerRow: Int
     }
@@ -205,7 +273,8 @@ struct JPEGStrips: @unchecked Sendable {
     /// One strip, MCU rows `rows`, decoded with its neighbouring rows for context; its
     /// own output rows written to `destination`. `false` when anything is amiss.
     private func decodeStrip(
-        rows: Range<Int>, scale: Int, width: Int, height: Int, into destination: Destination, limits: DecodingLimits
+        rows: Range<Int>, own: Range<Int>, scale: Int, width: Int, into destination: Destination,
+        limits: DecodingLimits
     ) -> Bool {
         let decoded = max(0, rows.lowerBound - step)..<min(mcusHigh, rows.upperBound + step)
         // The intervals of the decoded rows (their ends are interval starts, or the image's).
@@ -227,15 +296,13 @@ struct JPEGStrips: @unchecked Sendable {
         data += [0xFF, 0xD9]
         // Output rows: those of the rows before the strip's own are dropped.
         let skipped = (rows.lowerBound - decoded.lowerBound) * mcuHeight / scale
-        let own = rows.lowerBound * mcuHeight / scale
-        let ownEnd = rows.upperBound == mcusHigh ? height : rows.upperBound * mcuHeight / scale
         do {
             return try data.withUnsafeBytes { memory in
                 try ByteReader.withMemory(memory, limits: limits) { reader in
                     let session = try JPEGReadSession(reader, limits: limits)
                     try session.readHeader()
                     try session.start(scaleDenominator: scale)
-                    guard session.outputWidth == width, skipped + ownEnd - own <= session.outputHeight else {
+                    guard session.outputWidth == width, skipped + own.count <= session.outputHeight else {
                         return false
                     }
                     let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: width * 4)
@@ -243,9 +310,9 @@ struct JPEGStrips: @unchecked Sendable {
                     for _ in 0..<skipped {
                         guard try session.readRows(scratch, count: 1, bytesPerRow: width * 4) == 1 else { return false }
                     }
-                    let count = ownEnd - own
+                    let count = own.count
                     let got = try session.readRows(
-                        destination.base + own * destination.bytesPerRow, count: count,
+                        destination.base, count: count,
                         bytesPerRow: destination.bytesPerRow)
                     return got == count && session.warnings == 0
                 }

@@ -141,10 +141,10 @@ extension JPEGDecoder {
         if let eighth {
             eighth.image.writeRows(into: target, colorSpace: eighth.colorSpace)
         } else {
-            let inStrips =
-                try !keepsCMYK
-                && strips(reader, session: session, scale: denominator, into: target, limits: request.limits)
-            if !inStrips { try session.readRows(into: target, allowsTruncatedData: false) }
+            let given =
+                keepsCMYK
+                ? 0 : try strips(reader, session: session, scale: denominator, into: target, limits: request.limits)
+            if given < inputHeight { try session.readRows(into: target, allowsTruncatedData: false, from: given) }
         }
         let image = RasterImage(
             validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight,
