@@ -294,47 +294,47 @@ struct JPEGEighthParser {
             blocks.withUnsafeBufferPointer { blocks in
                 corners.withUnsafeBufferPointer { corners in
                     tables.withUnsafeBufferPointer { tables in
-                        withUnsafeTemporaryAllocation(of: Int32.self, capacity: 2 * members.count) { state in
-                            // Each member's prediction, then its corner of the current MCU.
-                            let predictions = UnsafeMutableBufferPointer(rebasing: state[0..<members.count])
-                            let origins = UnsafeMutableBufferPointer(rebasing: state[members.count...])
-                            predictions.initialize(repeating: 0)
-                            for mcuY in 0..<mcusHigh {
-                                for mcuX in 0..<mcusWide {
-                                    // Past the data, the rest would be made of zeros: libjpeg's, not this path's.
-                                    var restarted = false
-                                    guard !reader.overran, restarts.beforeMCU(&reader, restarted: &restarted)
-                                    else { return false }
-                                    if restarted { predictions.update(repeating: 0) }
-                                    for (member, corner) in corners.enumerated() {
-                                        origins[member] = Int32(
-                                            truncatingIfNeeded: corner.start + mcuY * corner.down + mcuX * corner.across
-                                        )
-                                    }
-                                    for block in blocks {
-                                        let at = Int(origins[block.member]) + block.offset
-                                        if refining {
-                                            if reader.bits(1) != 0 { planes[at] |= bit }
-                                        } else {
-                                            let difference: Int32
-                                            let entry = reader.decodeValue(tables[block.member])
-                                            if entry != 0 {
-                                                // A DC symbol is a size alone (a run here: one over 16).
-                                                guard entry >> 8 & 15 == 0 else { return false }
-                                                difference = entry >> 16
+                        // Each member's prediction, and its corner of the current MCU.
+                        withUnsafeTemporaryAllocation(of: Int32.self, capacity: members.count) { predictions in
+                            withUnsafeTemporaryAllocation(of: Int.self, capacity: members.count) { origins in
+                                predictions.initialize(repeating: 0)
+                                for mcuY in 0..<mcusHigh {
+                                    for mcuX in 0..<mcusWide {
+                                        // Past the data, the rest would be made of zeros: libjpeg's, not this path's.
+                                        var restarted = false
+                                        guard !reader.overran, restarts.beforeMCU(&reader, restarted: &restarted)
+                                        else { return false }
+                                        if restarted { predictions.update(repeating: 0) }
+                                        for (member, corner) in corners.enumerated() {
+                                            origins[member] = corner.start + mcuY * corner.down + mcuX * corner.across
+                                        }
+                                        for block in blocks {
+                                            let at = origins[block.member] + block.offset
+                                            if refining {
+                                                if reader.bits(1) != 0 { planes[at] |= bit }
                                             } else {
-                                                guard let size = reader.decode(tables[block.member]), size <= 16 else {
-                                                    return false
+                                                let difference: Int32
+                                                let entry = reader.decodeValue(tables[block.member])
+                                                if entry != 0 {
+                                                    // A DC symbol is a size alone (a run here: one over 16).
+                                                    guard entry >> 8 & 15 == 0 else { return false }
+                                                    difference = entry >> 16
+                                                } else {
+                                                    guard let size = reader.decode(tables[block.member]), size <= 16
+                                                    else {
+                                                        return false
+                                                    }
+                                                    difference = JPEGBitReader.extend(reader.bits(Int(size)), Int(size))
                                                 }
-                                                difference = JPEGBitReader.extend(reader.bits(Int(size)), Int(size))
+                                                predictions[block.member] &+= difference
+                                                planes[at] = Int16(
+                                                    truncatingIfNeeded: predictions[block.member] &<< shift)
                                             }
-                                            predictions[block.member] &+= difference
-                                            planes[at] = Int16(truncatingIfNeeded: predictions[block.member] &<< shift)
                                         }
                                     }
                                 }
+                                return finish(reader)
                             }
-                            return finish(reader)
                         }
                     }
                 }
