@@ -55,12 +55,9 @@ enum JPEGDecoder: FormatDecoder {
             if let eighth {
                 eighth.image.writeRows(into: target, colorSpace: eighth.colorSpace)
             } else {
-                let given =
-                    options.allowsTruncatedData
-                    ? 0 : try strips(reader, session: session, scale: denominator, into: target, limits: options.limits)
-                if given < height {
-                    try session.readRows(into: target, allowsTruncatedData: options.allowsTruncatedData, from: given)
-                }
+                try readRows(
+                    reader, session: session, scale: denominator, into: target, limits: options.limits,
+                    allowsTruncatedData: options.allowsTruncatedData)
             }
         }
         return RasterImage(
@@ -71,6 +68,19 @@ enum JPEGDecoder: FormatDecoder {
 }
 
 extension JPEGDecoder {
+    /// Every row of `session` (started at 1/`scale`, no rows read) into `target`: in
+    /// strips on several cores where the file allows (``strips(_:session:scale:into:limits:)``,
+    /// never for data allowed to end early), the rest by `session` itself.
+    static func readRows(
+        _ reader: ByteReader, session: JPEGReadSession, scale: Int, into target: any RowTarget,
+        limits: DecodingLimits, allowsTruncatedData: Bool
+    ) throws {
+        let given =
+            allowsTruncatedData ? 0 : try strips(reader, session: session, scale: scale, into: target, limits: limits)
+        guard given < session.outputHeight else { return }
+        try session.readRows(into: target, allowsTruncatedData: allowsTruncatedData, from: given)
+    }
+
     /// Decodes a large baseline file with restart markers in strips on the cores
     /// ``ResizeParallelism`` allows (``JPEGStrips``), at 1/`scale`, into `target`.
     /// Returns the rows given to `target` (from the first): all of them, or fewer, for

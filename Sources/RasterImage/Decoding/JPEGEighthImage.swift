@@ -153,8 +153,7 @@ extension JPEGEighthImage {
             for blockY in 0..<component.usedHigh {
                 for blockX in 0..<component.usedWide {
                     let block = component.dcStart + blockY * component.blocksWide + blockX
-                    let value = descale(Int(dc[block]) * quantizer, 3)
-                    plane[blockY * wide + blockX] = UInt8(clamping: value + 128)
+                    plane[blockY * wide + blockX] = dcSample(Int(dc[block]) &* quantizer)
                 }
             }
             return
@@ -178,7 +177,7 @@ extension JPEGEighthImage {
                                     let first = Int(dc[component.dcStart + block]) &* dequantizers[0]
                                     let at = blockY * 2 * wide + blockX * 2
                                     guard nonzero[block] & keptAC != 0 else {
-                                        let value = UInt8(clamping: descale(first, 3) + 128)
+                                        let value = dcSample(first)
                                         (plane[at], plane[at + 1]) = (value, value)
                                         (plane[at + wide], plane[at + wide + 1]) = (value, value)
                                         continue
@@ -199,6 +198,11 @@ extension JPEGEighthImage {
             }
         }
     }
+
+    /// The sample a dequantised DC coefficient alone makes (`jpeg_idct_1x1`; and the
+    /// 2x2 IDCT's four samples of a block whose kept AC coefficients are all zero).
+    @inline(__always)
+    private static func dcSample(_ value: Int) -> UInt8 { UInt8(clamping: descale(value, 3) + 128) }
 
     /// libjpeg's rounding shift.
     @inline(__always)

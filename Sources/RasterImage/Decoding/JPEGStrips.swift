@@ -148,9 +148,9 @@ struct JPEGStrips: @unchecked Sendable {
     /// Decodes the file at 1/`scale` into `target` in strips on up to `cores` threads
     /// (`width` and `height`: the whole decode's output size). Returns how many rows,
     /// from the first, `target` has been given: all of them, or those of the strips
-    /// before one that failed or warned (none into a whole image's buffer), for the
-    /// caller's whole decode to carry on from there. None either when the rows waiting
-    /// for their turn could need more memory than `limits` allows.
+    /// before one that failed or warned, for the caller's whole decode to carry on from
+    /// there. None either when the rows waiting for their turn could need more memory
+    /// than `limits` allows.
     ///
     /// Into a whole image's buffer the strips write their own rows at once. Into a target
     /// that takes rows in order (a resize), each strip is decoded into a buffer of its
@@ -162,42 +162,28 @@ struct JPEGStrips: @unchecked Sendable {
         scale: Int, width: Int, height: Int, into target: any RowTarget, cores: Int, limits: DecodingLimits
     ) -> Int {
         guard JPEGStrips.mayDecode(scale: scale, into: target) else { return 0 }
-        let bytesPerRow = width * 4
-        if let whole = target as? ImageBufferTarget {
-            let strips = min(cores, mcusHigh / step)
-            guard strips > 1 else { return 0 }
-            let results = ConcurrentResults<Bool>(count: strips)
-            let plan = self
-            let base = Destination(base: whole.base, bytesPerRow: whole.bytesPerRow)
-            DispatchQueue.concurrentPerform(iterations: strips) { index in
-                let rows = plan.stripRows(index, of: strips)
-                let own = plan.outputRows(rows, scale: scale, height: height)
-                let destination = Destination(
-                    base: base.base + own.lowerBound * base.bytesPerRow, bytesPerRow: base.bytesPerRow)
-                results.set(
-                    index,
-                    plan.decodeStrip(
-                        rows: rows, own: own, scale: scale, width: width, into: destination, limits: limits))
-            }
-            guard results.values.count == strips, results.values.allSatisfy({ $0 }) else { return 0 }
-            target.commit(0, count: height)
-            return height
-        }
         let strips = min(cores, mcusHigh / step)
-        guard strips > 1, let size = Checked.multiply(bytesPerRow, height), size <= limits.maxWorkingBytes else {
-            return 0
+        guard strips > 1 else { return 0 }
+        // Straight into a whole image's rows; otherwise each strip into a buffer of its
+        // own, held (within the limits) until they are handed over in order.
+        let whole = (target as? ImageBufferTarget).map { Destination(base: $0.base, bytesPerRow: $0.bytesPerRow) }
+        let bytesPerRow = whole?.bytesPerRow ?? width * 4
+        if whole == nil {
+            guard let size = Checked.multiply(bytesPerRow, height), size <= limits.maxWorkingBytes else { return 0 }
         }
-        let handover = Handover(strips: strips)
+        let handover = Handover(strips: strips, ownsBuffers: whole == nil)
         let plan = self
         DispatchQueue.concurrentPerform(iterations: strips) { index in
             let rows = plan.stripRows(index, of: strips)
             let own = plan.outputRows(rows, scale: scale, height: height)
-            let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: own.count * bytesPerRow)
+            let buffer =
+                whole.map { $0.base + own.lowerBound * $0.bytesPerRow }
+                ?? .allocate(capacity: own.count * bytesPerRow)
             let decoded = plan.decodeStrip(
                 rows: rows, own: own, scale: scale, width: width,
                 into: Destination(base: buffer, bytesPerRow: bytesPerRow), limits: limits)
             handover.finished(index, rows: own, buffer: decoded ? buffer : nil)
-            if !decoded { buffer.deallocate() }
+            if !decoded && whole == nil { buffer.deallocate() }
         }
         return handover.handOver(to: target)
     }
@@ -216,25 +202,30 @@ struct JPEGStrips: @unchecked Sendable {
             ? height : rows.upperBound * mcuHeight / scale)
     }
 
-    /// The strips' rows for a target that takes them in order: each strip's, once decoded
-    /// on whichever thread, then all of them handed over in order by the caller's thread
-    /// (where its resize may spread over the cores itself), up to a strip that failed.
+    /// The strips' rows: each strip's, once decoded on whichever thread, then all of them
+    /// handed over in order by the caller's thread (where a resize may spread over the
+    /// cores itself), up to a strip that failed.
     private final class Handover: @unchecked Sendable {
         // Safe to share: `done` is read and written only under `lock`.
         private let lock = Lock(())
-        /// Each strip's output rows and its buffer of them, once decoded (`nil`: failed).
+        /// Each strip's output rows and where they are, once decoded (`nil`: failed).
         private var done: [(rows: Range<Int>, buffer: UnsafeMutablePointer<UInt8>?)?]
+        /// Whether the rows are in buffers of the strips' own, to copy to the target and
+        /// free (else they are the target's own rows already).
+        private let ownsBuffers: Bool
 
-        init(strips: Int) {
+        init(strips: Int, ownsBuffers: Bool) {
             done = Array(repeating: nil, count: strips)
+            self.ownsBuffers = ownsBuffers
         }
 
         deinit {
+            guard ownsBuffers else { return }
             for case (_, let buffer?)? in done { buffer.deallocate() }
         }
 
-        /// Strip `index` is done: its output `rows` in `buffer` (owned from here on), or
-        /// failed (`nil`).
+        /// Strip `index` is done: its output `rows` in `buffer` (owned from here on when
+        /// the strips own their buffers), or failed (`nil`).
         func finished(_ index: Int, rows: Range<Int>, buffer: UnsafeMutablePointer<UInt8>?) {
             lock.withLock { _ in done[index] = (rows, buffer) }
         }
@@ -248,7 +239,8 @@ struct JPEGStrips: @unchecked Sendable {
                 guard rows.lowerBound == given else { break }
                 let bytesPerRow = target.bytesPerRow
                 var y = rows.lowerBound
-                while y < rows.upperBound {
+                if !ownsBuffers { target.commit(y, count: rows.count) }
+                while ownsBuffers && y < rows.upperBound {
                     let count = min(16, target.maxRows, rows.upperBound - y)
                     target.rows(y, count: count).update(
                         from: buffer + (y - rows.lowerBound) * bytesPerRow, count: count * bytesPerRow)

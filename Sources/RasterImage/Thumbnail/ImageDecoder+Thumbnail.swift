@@ -141,10 +141,9 @@ extension JPEGDecoder {
         if let eighth {
             eighth.image.writeRows(into: target, colorSpace: eighth.colorSpace)
         } else {
-            let given =
-                keepsCMYK
-                ? 0 : try strips(reader, session: session, scale: denominator, into: target, limits: request.limits)
-            if given < inputHeight { try session.readRows(into: target, allowsTruncatedData: false, from: given) }
+            try readRows(
+                reader, session: session, scale: denominator, into: target, limits: request.limits,
+                allowsTruncatedData: false)
         }
         let image = RasterImage(
             validatedWidth: geometry.croppedWidth, height: geometry.croppedHeight,
